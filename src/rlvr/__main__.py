@@ -1,0 +1,3 @@
+from rlvr.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Command-line interface: `rlvr <command>`; one module per command."""

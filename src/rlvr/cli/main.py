@@ -1,0 +1,41 @@
+"""`rlvr` entry point. Each command lives in its own module exposing
+`add_parser(subparsers)` and `run(args) -> int`; modules are imported only when their
+command runs, so `rlvr verify` never pays for importing torch."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command -> (module, one-line help). Add a line when a command lands.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "verify": ("rlvr.cli.verify", "check completions against references (JSONL batch or one-off)"),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlvr", description="Reinforcement learning with "
+                                     "verifiable rewards.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(module).add_parser(sub, name, help_text)
+        else:  # listed in --help without importing it
+            sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(only=command)
+    args = parser.parse_args(argv)
+    if command is None:
+        parser.print_help()
+        return 0 if not argv else 2
+    return int(importlib.import_module(COMMANDS[command][0]).run(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,145 @@
+"""`rlvr verify`: grade completions.
+
+Batch:   rlvr verify --input cases.jsonl --output verdicts.jsonl
+         one JSON object a line in ({"verifier", "completion", "reference"}, optional
+         "options"), one verdict line out per input line, in order. An item whose
+         reference is invalid gets {"score": null, "error": ...} and the command exits 1
+         after every other line is written. Malformed JSON: exit 2 naming the line,
+         before anything is graded.
+One-off: rlvr verify math --reference '\\frac12' --completion 'so \\boxed{0.5}'
+         prints the verdict as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from typing import Any, TextIO
+
+from rlvr.verifiers.base import Verdict
+from rlvr.verifiers.pool import Case, VerifierPool
+
+EXIT_INVALID_ITEMS = 1
+EXIT_BAD_INPUT = 2
+
+
+def add_parser(sub: Any, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("verifier", nargs="?", help="one-off mode: the verifier name (e.g. math)")
+    p.add_argument("--reference", help="one-off mode: the reference (JSON if it parses as "
+                   "JSON object/list, else the raw string)")
+    p.add_argument("--completion", help="one-off mode: the completion text ('-' reads stdin)")
+    p.add_argument("--input", "-i", help="batch mode: JSONL cases ('-' for stdin)")
+    p.add_argument("--output", "-o", default="-", help="batch mode: where verdicts go "
+                   "(default stdout)")
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default: "
+                   "all cores)")
+    p.add_argument("--timeout", type=float, default=None, help="per-item wall-clock limit in "
+                   "seconds (default: the verifier's own, 5 s for math)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.input:
+        if args.verifier or args.completion is not None or args.reference is not None:
+            print("rlvr verify: use either --input (batch) or VERIFIER --reference "
+                  "--completion (one-off), not both", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        return _run_batch(args)
+    if args.verifier and args.completion is not None and args.reference is not None:
+        return _run_one(args)
+    print("rlvr verify: give --input FILE, or VERIFIER --reference R --completion C",
+          file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _parse_reference(text: str) -> Any:
+    stripped = text.strip()
+    if stripped[:1] in "{[":
+        try:
+            return json.loads(stripped)
+        except json.JSONDecodeError:
+            pass
+    return text
+
+
+def _run_one(args: argparse.Namespace) -> int:
+    completion = sys.stdin.read() if args.completion == "-" else args.completion
+    case = Case(args.verifier, completion, _parse_reference(args.reference))
+    with VerifierPool(workers=1, timeout_s=args.timeout) as pool:
+        verdict = pool.verify([case])[0]
+    print(json.dumps(_output_line(verdict), ensure_ascii=False))
+    return EXIT_INVALID_ITEMS if verdict.is_invalid else 0
+
+
+def _read_cases(stream: TextIO, source: str) -> tuple[list[Case | str], str | None]:
+    """Cases in order; an item that is valid JSON but not a usable case is kept as its
+    error string (it becomes an error line). Returns (items, fatal_error)."""
+    items: list[Case | str] = []
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            return items, f"{source}:{number}: empty line (one JSON object per line expected)"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            return items, f"{source}:{number}: malformed JSON: {exc.msg} (column {exc.colno})"
+        items.append(_to_case(record, f"{source}:{number}"))
+    return items, None
+
+
+def _to_case(record: Any, where: str) -> Case | str:
+    if not isinstance(record, dict):
+        return f"{where}: expected a JSON object, got {type(record).__name__}"
+    missing = [k for k in ("verifier", "completion", "reference") if k not in record]
+    if missing:
+        return f"{where}: missing field(s) {', '.join(missing)}"
+    if not isinstance(record["verifier"], str) or not isinstance(record["completion"], str):
+        return f"{where}: 'verifier' and 'completion' must be strings"
+    options = record.get("options") or {}
+    if not isinstance(options, dict):
+        return f"{where}: 'options' must be an object"
+    return Case(record["verifier"], record["completion"], record["reference"], options)
+
+
+def _output_line(verdict: Verdict, where: str = "") -> dict[str, Any]:
+    if verdict.is_invalid:
+        message = verdict.details.get("error", "invalid reference")
+        return {"score": None, "passed": None, "reason": verdict.reason,
+                "error": f"{where}: {message}" if where else message}
+    return verdict.to_dict()
+
+
+def _run_batch(args: argparse.Namespace) -> int:
+    source = "<stdin>" if args.input == "-" else args.input
+    try:
+        stream = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+    except OSError as exc:
+        print(f"rlvr verify: cannot read {source}: {exc.strerror}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    with stream:
+        items, fatal = _read_cases(stream, source)
+    if fatal:
+        print(f"rlvr verify: {fatal}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    cases = [item for item in items if isinstance(item, Case)]
+    with VerifierPool(workers=args.workers, timeout_s=args.timeout) as pool:
+        verdicts = iter(pool.verify(cases))
+    lines = []
+    for number, item in enumerate(items, start=1):
+        if isinstance(item, str):
+            lines.append({"score": None, "passed": None, "reason": "invalid_input", "error": item})
+        else:
+            lines.append(_output_line(next(verdicts), f"{source}:{number}"))
+    out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+    with out if out is not sys.stdout else contextlib.nullcontext():
+        for line in lines:
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    invalid = sum(1 for line in lines if line["score"] is None)
+    if invalid:
+        print(f"rlvr verify: {invalid} of {len(lines)} item(s) had invalid input; "
+              f"see their 'error' fields", file=sys.stderr)
+        return EXIT_INVALID_ITEMS
+    return 0
+

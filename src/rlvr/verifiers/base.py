@@ -1,0 +1,97 @@
+"""The verdict type and the verifier protocol every reward program implements."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+# Reasons the harness itself assigns; verifiers use their own short reasons otherwise.
+REASON_TIMEOUT = "timeout"
+REASON_ERROR = "error"
+REASON_INVALID = "invalid_reference"
+
+
+class InvalidReference(ValueError):
+    """The reference (not the completion) is unusable: unknown constraint id, missing
+    tests, wrong shape. Raised by `check_reference`/`verify`; the batch runner turns it
+    into an error line instead of a silent 0, because it is a data bug, not a bad answer."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of checking one completion.
+
+    score:   reward in [0, 1] (partial credit allowed, e.g. fraction of tests passed).
+    passed:  whether the completion counts as fully correct.
+    reason:  short machine-friendly text ("correct", "wrong_answer", "timeout", ...).
+    details: JSON-serialisable extras (extracted answer, per-test results, components).
+    """
+
+    score: float
+    passed: bool
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.score, (int, float)) or math.isnan(self.score):
+            raise ValueError(f"Verdict.score must be a number in [0, 1], got {self.score!r}")
+        if not 0.0 <= float(self.score) <= 1.0:
+            raise ValueError(f"Verdict.score must be in [0, 1], got {self.score!r}")
+
+    @classmethod
+    def correct(cls, reason: str = "correct", **details: Any) -> "Verdict":
+        return cls(1.0, True, reason, details)
+
+    @classmethod
+    def wrong(cls, reason: str = "wrong", **details: Any) -> "Verdict":
+        return cls(0.0, False, reason, details)
+
+    @classmethod
+    def timeout(cls, seconds: float) -> "Verdict":
+        return cls(0.0, False, REASON_TIMEOUT, {"limit_s": seconds})
+
+    @classmethod
+    def error(cls, message: str) -> "Verdict":
+        return cls(0.0, False, REASON_ERROR, {"error": message[:2000]})
+
+    @classmethod
+    def invalid(cls, message: str) -> "Verdict":
+        """A verdict standing for an invalid reference (see `InvalidReference`)."""
+        return cls(0.0, False, REASON_INVALID, {"error": message[:2000]})
+
+    @property
+    def is_invalid(self) -> bool:
+        return self.reason == REASON_INVALID
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": float(self.score), "passed": bool(self.passed), "reason": self.reason,
+                "details": self.details}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Verdict":
+        return cls(float(data["score"]), bool(data["passed"]), str(data.get("reason", "")),
+                   dict(data.get("details") or {}))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """A reward program. Implementations are plain classes registered by name.
+
+    `verify` must be pure with respect to its inputs and may be slow or even hang on
+    hostile input: callers that hold model text run it through `VerifierPool`, which
+    enforces the time limit in a separate process.
+    """
+
+    name: str
+
+    def verify(self, completion: str, reference: Any) -> Verdict: ...
+
+    def check_reference(self, reference: Any) -> None:
+        """Raise `InvalidReference` when `reference` cannot be used. Cheap; called when a
+        dataset is loaded, so bad rows fail before training starts."""
+        ...

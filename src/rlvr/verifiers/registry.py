@@ -1,0 +1,78 @@
+"""Verifiers by name.
+
+Built-ins are listed as import paths and imported on first use, so asking for "math"
+never imports the code sandbox and vice versa, and worker processes import only what
+they grade. A user verifier is either registered at run time (`register`) or named by
+its import path ("my_pkg.rewards:MyVerifier"), which also works inside worker
+processes that never saw the `register` call.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from rlvr.verifiers.base import Verifier
+
+
+@dataclass(frozen=True)
+class VerifierSpec:
+    """How to build a verifier, and the wall-clock limit one check gets by default."""
+
+    target: str | Callable[..., Verifier]  # "module:attr" or a factory
+    timeout_s: float = 5.0
+    description: str = ""
+
+
+# name -> spec. Add a line here when a built-in verifier lands.
+_BUILTINS: dict[str, VerifierSpec] = {
+    "math": VerifierSpec("rlvr.verifiers.math.verifier:MathVerifier", 5.0,
+                         "final-answer equivalence for math (boxed, ####, 'Answer:')"),
+    "exact": VerifierSpec("rlvr.verifiers.exact:ExactVerifier", 2.0,
+                          "the final answer equals the reference string (numbers by value)"),
+}
+
+_REGISTERED: dict[str, VerifierSpec] = {}
+_INSTANCES: dict[tuple[str, str], Verifier] = {}
+
+
+def register(name: str, factory: Callable[..., Verifier], timeout_s: float = 5.0,
+             description: str = "") -> None:
+    """Register a verifier factory under `name` (in this process only)."""
+    if name in _BUILTINS:
+        raise ValueError(f"verifier name {name!r} is taken by a built-in")
+    _REGISTERED[name] = VerifierSpec(factory, timeout_s, description)
+
+
+def available() -> dict[str, VerifierSpec]:
+    """Every verifier name this process knows, built-ins first."""
+    return {**_BUILTINS, **_REGISTERED}
+
+
+def spec_for(name: str) -> VerifierSpec:
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    if name in _BUILTINS:
+        return _BUILTINS[name]
+    if ":" in name:  # an import path names its own verifier
+        return VerifierSpec(name)
+    known = ", ".join(sorted(available()))
+    raise KeyError(f"unknown verifier {name!r} (known: {known}; or give 'module:Class')")
+
+
+def _resolve(target: str | Callable[..., Verifier]) -> Callable[..., Verifier]:
+    if callable(target):
+        return target
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def get_verifier(name: str, **options: Any) -> Verifier:
+    """The verifier called `name`, built with `options`; instances are cached per
+    (name, options) since some hold warm resources (parsers, sandboxes)."""
+    key = (name, json.dumps(options, sort_keys=True, default=str))
+    if key not in _INSTANCES:
+        _INSTANCES[key] = _resolve(spec_for(name).target)(**options)
+    return _INSTANCES[key]
