@@ -1,0 +1,28 @@
+"""The task record every dataset is mapped to (DESIGN.md, "A task record")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ChatMessages = list[dict[str, str]]  # [{"role": "user", "content": "..."}]
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """One problem.
+
+    prompt:    plain text, or chat messages rendered later by the tokenizer's template.
+    reference: what the verifier checks against (shape depends on the verifier).
+    verifier:  registry name ("math", "code", "ifeval", "exact", a composite ...).
+    id:        stable identifier (used in rollouts.jsonl, eval results, pass@k grouping).
+    metadata:  free extras carried through to logs (subject, level, source line ...).
+    options:   verifier options for this record (e.g. {"fallback": "last_number"}).
+    """
+
+    prompt: str | ChatMessages
+    reference: Any
+    verifier: str
+    id: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
