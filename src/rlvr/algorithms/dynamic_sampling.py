@@ -41,6 +41,7 @@ class GroupAccumulator:
     max_draws: int
     draws: int = 0
     groups_seen: int = 0
+    groups_informative: int = 0
     _rewards: list[Tensor] = field(default_factory=list)
     _groups: list[Any] = field(default_factory=list)
 
@@ -70,9 +71,13 @@ class GroupAccumulator:
         if len(groups) != rewards.shape[0]:
             raise ValueError(f"got {len(groups)} groups for rewards of shape "
                              f"{tuple(rewards.shape)}")
+        if self._rewards and rewards.shape[1] != self._rewards[0].shape[0]:
+            raise ValueError(f"every draw must have the same group size; got G="
+                             f"{rewards.shape[1]} after G={self._rewards[0].shape[0]}")
         informative = nonconstant_groups(rewards)  # [P]
         self.draws += 1
         self.groups_seen += len(groups)
+        self.groups_informative += int(informative.sum())
         for index in torch.nonzero(informative).flatten().tolist():
             if self.full:
                 break
@@ -87,7 +92,10 @@ class GroupAccumulator:
         return torch.stack(self._rewards), list(self._groups)  # [K, G]
 
     def stats(self) -> dict[str, float]:
-        """Draws used, groups seen, and the share of them that was informative-and-kept."""
-        return {"draws": float(self.draws), "groups_seen": float(self.groups_seen),
+        """Draws used, groups seen / informative / kept, and the informative share
+        (1 - the share DAPO filtered out)."""
+        seen = self.groups_seen
+        return {"draws": float(self.draws), "groups_seen": float(seen),
+                "groups_informative": float(self.groups_informative),
                 "groups_kept": float(self.kept),
-                "kept_fraction": self.kept / self.groups_seen if self.groups_seen else 0.0}
+                "informative_fraction": self.groups_informative / seen if seen else 0.0}
