@@ -33,6 +33,16 @@ def test_fully_masked_sequence_still_counts_in_sequence_mean():
     assert TokenMean()(loss, mask).item() == pytest.approx(1.5)
 
 
+def test_nan_at_padding_does_not_leak():
+    loss = torch.tensor([[1.0, float("nan")]], requires_grad=True)
+    mask = torch.tensor([[1, 0]])
+    for agg in (TokenMean(), SequenceMean(), ConstantNormalizer(max_length=2)):
+        out = agg(loss, mask)
+        out.backward()
+        assert torch.isfinite(out) and torch.isfinite(loss.grad).all()
+        loss.grad = None
+
+
 def test_empty_mask_gives_zero_not_nan():
     loss = torch.ones(2, 3)
     mask = torch.zeros(2, 3)

@@ -60,6 +60,8 @@ class _Weighted:
 
     def __call__(self, loss: Tensor, mask: Tensor) -> Tensor:
         _check(loss, mask)
+        # masked_fill, not just a 0 weight: 0 * nan (e.g. a KL term at padding) is nan
+        loss = loss.masked_fill(mask == 0, 0.0)  # [B, T]
         return (self.weights(mask).to(loss.dtype) * loss).sum()
 
 
