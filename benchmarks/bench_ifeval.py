@@ -62,13 +62,16 @@ def synthetic_response(row: dict, rng: random.Random) -> str:
     return text
 
 
-def rate(fn, n: int, repeats: int) -> float:
-    times = []
+def interleaved_rates(runs: dict, n: int, repeats: int) -> dict[str, float]:
+    """Items/s of each run, median over `repeats` rounds; every round times each run
+    once, in turn, so a change of load on the shared machine hits all of them alike."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return n / statistics.median(times)
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: n / statistics.median(t) for name, t in times.items()}
 
 
 def main() -> None:
@@ -82,22 +85,21 @@ def main() -> None:
     strict, loose = IfevalVerifier(), IfevalVerifier(loose=True)
     strict.verify(responses[0], rows[0])  # load langdetect's profiles outside the timing
 
-    results = {
-        "ifeval strict, in-process": rate(
-            lambda: [strict.verify(r, row) for r, row in zip(responses, rows)], len(rows), args.repeats),
-        "ifeval loose, in-process": rate(
-            lambda: [loose.verify(r, row) for r, row in zip(responses, rows)], len(rows), args.repeats),
-    }
     ifeval_cases = [Case("ifeval", r, row) for r, row in zip(responses, rows)]
     exact_cases = [Case("exact", "#### 42", "42") for _ in rows]
+    pool_name = f"VerifierPool({args.workers})"
     with VerifierPool(workers=args.workers, preload=("ifeval", "exact")) as pool:
         pool.start()
-        pool.verify(ifeval_cases[: args.workers * 2])  # warm every worker's langdetect
-        results[f"ifeval strict, VerifierPool({args.workers})"] = rate(
-            lambda: pool.verify(ifeval_cases), len(rows), args.repeats)
-        results[f"exact (peer), VerifierPool({args.workers})"] = rate(
-            lambda: pool.verify(exact_cases), len(rows), args.repeats)
-    peer = results[f"exact (peer), VerifierPool({args.workers})"]
+        pool.verify(ifeval_cases)  # every worker loads punkt and langdetect before timing
+        results = interleaved_rates({
+            "ifeval strict, in-process": lambda: [strict.verify(r, row) for r, row in
+                                                  zip(responses, rows)],
+            "ifeval loose, in-process": lambda: [loose.verify(r, row) for r, row in
+                                                 zip(responses, rows)],
+            f"ifeval strict, {pool_name}": lambda: pool.verify(ifeval_cases),
+            f"exact (peer), {pool_name}": lambda: pool.verify(exact_cases),
+        }, len(rows), args.repeats)
+    peer = results[f"exact (peer), {pool_name}"]
     passed = sum(strict.verify(r, row).passed for r, row in zip(responses, rows))
     print(f"{len(rows)} prompts, {sum(len(r['instruction_id_list']) for r in rows)} instructions; "
           f"{passed} synthetic responses pass strict; median of {args.repeats} runs")
