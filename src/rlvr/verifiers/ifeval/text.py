@@ -78,10 +78,12 @@ class LanguageUnknown(Exception):
 
 @functools.lru_cache(maxsize=1)
 def _detector_factory():  # loaded once per process: reading the profiles takes ~0.5 s
-    from langdetect import detector_factory
+    # A private factory rather than langdetect's module-level one, so seeding it does
+    # not change `langdetect.detect` for anyone else in the process.
+    from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
 
-    detector_factory.init_factory()
-    factory = detector_factory._factory
+    factory = DetectorFactory()
+    factory.load_profile(PROFILES_DIRECTORY)
     factory.set_seed(0)  # langdetect samples n-grams at random; a reward must not
     return factory
 
