@@ -91,6 +91,10 @@ def test_trl_invalid_reference_raises_naming_the_row(pool):
         host_trl([reward_func("exact", pool=pool, reference_column="answer")], inputs, ["x", "y"])
     with pytest.raises(KeyError):
         reward_func("no_such_verifier")
+    with pytest.raises(ValueError, match="bad options"):
+        reward_func("ifeval", options={"lose": True})  # typo caught in the trainer
+    with pytest.raises(ValueError, match="weight"):
+        reward_func("composite", options={"components": [{"verifier": "exact", "weight": -1}]})
 
 
 def host_verl_naive(compute, non_tensor_batch, responses, reward_kwargs=None):
@@ -165,6 +169,9 @@ def test_verl_batch_reward_manager_and_errors():
                                extra_infos=[{}], verifier="exact")[0]["score"] == 1.0
     with pytest.raises(ValueError, match="no verifier for data_source 'unknown/set'"):
         compute_score(data_source="unknown/set", solution_str="1", ground_truth="1")
+    with pytest.raises(ValueError, match="bad options"):
+        compute_score(data_source="exact", solution_str="1", ground_truth="1",
+                      options={"case_sensitiv": True})
     with pytest.raises(ValueError, match="invalid ground_truth"):
         compute_score(data_source="ifeval", solution_str="1",
                       ground_truth={"instruction_id_list": ["bad"], "kwargs": [{}]})
