@@ -34,9 +34,10 @@ def test_count_words_uses_word_character_runs():
     assert count_words("Don't stop -- 3.5 well-known!") == 7  # Don,t,stop,3,5,well,known
 
 
-def test_word_tokens_split_contractions_like_treebank():
-    assert word_tokens("DON'T STOP, IT'S WELL-KNOWN.") == ["DO", "N'T", "STOP", "IT", "'S",
-                                                            "WELL-KNOWN"]
+def test_word_tokens_are_nltk_word_tokenize():
+    # Treebank conventions: contractions split, hyphenated words whole, punctuation apart
+    assert word_tokens("DON'T STOP, IT'S WELL-KNOWN. Go!") == [
+        "DO", "N'T", "STOP", ",", "IT", "'S", "WELL-KNOWN", ".", "Go", "!"]
 
 
 def test_compare():
