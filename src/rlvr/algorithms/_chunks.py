@@ -3,11 +3,14 @@
 Both reduce logits [B, T, V] over the vocabulary. Done naively, `logits.float()` and
 `log_softmax` each materialise a float32 [B, T, V] (several GB for a 150k vocabulary),
 and autograd keeps them alive until backward. Here the B*T rows are processed a chunk
-at a time in float32, only [N]-sized results are saved, and backward recomputes the
-chunk's softmax from the (already alive) logits.
+at a time in float32 (custom autograd functions), only [N]-sized results are saved for
+backward, and backward recomputes each chunk's softmax from the logits, which the
+caller holds anyway. The gradient is written into one tensor of the logits' dtype.
 """
 
 from __future__ import annotations
+
+from typing import Iterator
 
 import torch
 from torch import Tensor
@@ -38,7 +41,29 @@ def check_logits(logits: Tensor, temperature: float) -> None:
         raise ValueError(f"temperature must be > 0, got {temperature}")
 
 
-def scaled_chunk(flat_logits: Tensor, start: int, stop: int, temperature: float) -> Tensor:
-    """Rows [start, stop) of [N, V] logits as compute-dtype z = logits / temperature. -> [C, V]"""
-    z = flat_logits[start:stop].to(compute_dtype(flat_logits.dtype))  # [C, V]
+def row_blocks(logits: Tensor, chunk_rows: int) -> Iterator[tuple[int, int, Tensor]]:
+    """Yield (start, stop, block) covering the B*T rows of [B, T, V] logits in order.
+
+    block is a [C, V] view of rows [start, stop) of the flattened logits. A causal LM's
+    logits are often sliced (logits[:, :-1]), which cannot be flattened without copying
+    the whole tensor; then blocks are taken within one batch row at a time instead.
+    """
+    batch, time, vocab = logits.shape
+    try:
+        flat = logits.view(batch * time, vocab)  # [N, V], no copy
+    except RuntimeError:
+        flat = None
+    if flat is not None:
+        for start in range(0, batch * time, chunk_rows):
+            yield start, min(start + chunk_rows, batch * time), flat[start:start + chunk_rows]
+        return
+    for b in range(batch):
+        for t in range(0, time, chunk_rows):
+            block = logits[b, t:t + chunk_rows]  # [C, V]
+            yield b * time + t, b * time + t + block.shape[0], block
+
+
+def scaled(block: Tensor, temperature: float) -> Tensor:
+    """A [C, V] block of logits as compute-dtype z = logits / temperature."""
+    z = block.to(compute_dtype(block.dtype))  # [C, V]
     return z / temperature if temperature != 1.0 else z
