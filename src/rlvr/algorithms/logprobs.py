@@ -66,8 +66,8 @@ def token_logprobs(logits: Tensor, token_ids: Tensor, temperature: float = 1.0,
 
     logits [B, T, V] (any float dtype), token_ids [B, T] integer in [0, V) -> [B, T]
     float32 (float64 for float64 logits). Differentiable with respect to logits.
-    chunk_rows: rows of the flattened [B*T, V] processed at once (default: ~64 MiB of
-    float32 per chunk).
+    chunk_rows: rows of the flattened [B*T, V] processed at once (default: ~4 MiB of
+    float32 per chunk on CPU, ~64 MiB on an accelerator).
     """
     check_logits(logits, temperature)
     if token_ids.shape != logits.shape[:2]:
@@ -79,5 +79,5 @@ def token_logprobs(logits: Tensor, token_ids: Tensor, temperature: float = 1.0,
     if token_ids.numel() and (token_ids.min() < 0 or token_ids.max() >= vocab):
         raise ValueError(f"token_ids must lie in [0, {vocab}), got values in "
                          f"[{int(token_ids.min())}, {int(token_ids.max())}]")
-    rows = chunk_rows_for(vocab, chunk_rows)
+    rows = chunk_rows_for(logits, chunk_rows)
     return _TokenLogprobs.apply(logits, token_ids.long(), float(temperature), rows)
