@@ -32,6 +32,8 @@ _BUILTINS: dict[str, VerifierSpec] = {
                          "final-answer equivalence for math (boxed, ####, 'Answer:')"),
     "exact": VerifierSpec("rlvr.verifiers.exact:ExactVerifier", 2.0,
                           "the final answer equals the reference string (numbers by value)"),
+    "code": VerifierSpec("rlvr.verifiers.code:CodeVerifier", 60.0,
+                         "program passes its tests in a bubblewrap sandbox (HumanEval/MBPP/io)"),
 }
 
 _REGISTERED: dict[str, VerifierSpec] = {}
