@@ -22,7 +22,7 @@ from typing import Any
 from rlvr.verifiers.base import InvalidReference, Verdict
 from rlvr.verifiers.code.extraction import extract_code
 from rlvr.verifiers.code.io_compare import outputs_match
-from rlvr.verifiers.code.runner import JudgeServer, run_function_check, run_program
+from rlvr.verifiers.code.runner import JudgeServer, Zygote, run_function_check, run_program
 from rlvr.verifiers.code.sandbox import UNSAFE, Limits, probe
 
 MAX_TIMEOUT_S = 30.0     # keep the registry's per-item limit (60 s) above any check
@@ -71,6 +71,7 @@ class CodeVerifier:
         if self.mode == "bwrap":
             probe()  # refuse now, with the reason, rather than score everything 0
         self._judge = JudgeServer(Limits(cpu_s=3600, processes=64), self.mode)
+        self._zygote = Zygote(self.mode, Limits().tmpfs_mb)
 
     def check_reference(self, reference: Any) -> None:
         if not isinstance(reference, dict):
@@ -118,7 +119,7 @@ class CodeVerifier:
             spec = {"mode": "asserts", "asserts": reference["asserts"],
                     "setup": reference.get("setup") or ""}
         program = f"{prompt}\n{code}" if prompt else code
-        result = run_function_check(self._judge, program, spec, limits, self.mode, timeout_s)
+        result = run_function_check(self._judge, self._zygote, program, spec, limits, timeout_s)
         return _function_verdict(result, timeout_s)
 
     def _verify_io(self, code: str, reference: dict, limits: Limits, timeout_s: float) -> Verdict:
@@ -130,7 +131,7 @@ class CodeVerifier:
                 outcomes.append("timeout")
                 continue
             cap = max(1 << 16, 2 * len(case["output"]) + 4096)
-            run = run_program(code, case["input"].encode("utf-8"), limits, self.mode, left, cap)
+            run = run_program(self._zygote, code, case["input"].encode("utf-8"), limits, left, cap)
             if run.timed_out:
                 outcomes.append("timeout")
             elif run.overflowed:
@@ -150,6 +151,7 @@ class CodeVerifier:
 
     def close(self) -> None:
         self._judge.close()
+        self._zygote.close()
 
     def __del__(self) -> None:
         try:

@@ -16,6 +16,7 @@ import resource
 import struct
 
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_DUMPABLE = 4
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 _MB = 1024 * 1024
@@ -88,6 +89,13 @@ def drop_to(uid: int | None) -> None:
     os.setresuid(uid, uid, uid)
     if os.getuid() != uid or os.geteuid() != uid:
         raise OSError("could not drop to the sandbox uid")
+
+
+def non_dumpable() -> None:
+    """No process of our uid may ptrace us or open our /proc entries (memory, fds)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
 
 
 def confine(config: dict) -> None:

