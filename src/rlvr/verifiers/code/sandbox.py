@@ -47,8 +47,9 @@ class Limits:
     """Resource limits of one sandboxed process (set with setrlimit inside)."""
 
     cpu_s: int = 10          # RLIMIT_CPU: CPU seconds (SIGXCPU, then SIGKILL one later)
-    memory_mb: int = 1024    # RLIMIT_AS: address space
-    processes: int = 32      # RLIMIT_NPROC: processes + threads of the sandbox's uid
+    memory_mb: int = 512     # RLIMIT_AS: address space of each process
+    processes: int = 8       # RLIMIT_NPROC: processes + threads of the sandbox's uid;
+                             # with memory_mb it bounds a check's memory (8 x 512 MB)
     file_mb: int = 16        # RLIMIT_FSIZE: largest file it may write
     open_files: int = 64     # RLIMIT_NOFILE
     tmpfs_mb: int = 32       # size of the writable /tmp (RAM-backed, so capped)

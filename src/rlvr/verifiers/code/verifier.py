@@ -64,13 +64,13 @@ class CodeVerifier:
 
     name = "code"
 
-    def __init__(self, sandbox: str = "bwrap", timeout_s: float = 6.0, memory_mb: int = 1024) -> None:
+    def __init__(self, sandbox: str = "bwrap", timeout_s: float = 6.0, memory_mb: int = 512) -> None:
         if sandbox not in ("bwrap", UNSAFE):
             raise ValueError(f"code: sandbox must be 'bwrap' or {UNSAFE!r}, got {sandbox!r}")
         self.mode, self.timeout_s, self.memory_mb = sandbox, float(timeout_s), int(memory_mb)
         if self.mode == "bwrap":
             probe()  # refuse now, with the reason, rather than score everything 0
-        self._judge = JudgeServer(Limits(cpu_s=3600, processes=64), self.mode)
+        self._judge = JudgeServer(Limits(cpu_s=3600, memory_mb=1024, processes=1024), self.mode)
         self._zygote = Zygote(self.mode, Limits().tmpfs_mb)
 
     def check_reference(self, reference: Any) -> None:
@@ -97,7 +97,7 @@ class CodeVerifier:
             _check_io_cases(reference["io"])
             _number(reference, "float_tolerance", 0.0, 1.0)
         _number(reference, "timeout", 0.1, MAX_TIMEOUT_S)
-        _number(reference, "memory_mb", 64, 4096)
+        _number(reference, "memory_mb", 64, 2048)
 
     def verify(self, completion: str, reference: Any) -> Verdict:
         self.check_reference(reference)
