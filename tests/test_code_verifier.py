@@ -3,6 +3,9 @@ reference validation, the sandbox-unavailable error, and the pool integration.""
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
 from rlvr.verifiers.base import InvalidReference
@@ -222,3 +225,30 @@ def test_pool_grades_a_batch_on_two_workers():
     assert [v.score for v in verdicts[:4]] == [1.0, 0.0, 1.0, 0.0]
     assert verdicts[4].is_invalid
     assert [v.score for v in verdicts[5:9]] == [1.0, 0.0, 1.0, 0.0]
+
+
+def _sandbox_processes() -> set[int]:
+    found = set()
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and b"import protocol, confine," in open(f"/proc/{name}/cmdline", "rb").read():
+                found.add(int(name))
+        except OSError:
+            pass
+    return found
+
+
+def test_pool_timeout_kills_the_worker_and_its_sandboxes():
+    """The pool's own limit (below the check's) SIGKILLs the worker mid-check; bwrap's
+    --die-with-parent takes both sandboxes of that worker down with it."""
+    before = _sandbox_processes()
+    spin = Case("code", "def f():\n    while True:\n        pass\n",
+                {"asserts": ["assert f() == 1"], "timeout": 20}, timeout_s=1.5)
+    with VerifierPool(workers=1, preload=["code"]) as pool:
+        (verdict,) = pool.verify([spin])
+        assert verdict.reason == "timeout"
+        assert pool.restarts == 1
+    deadline = time.monotonic() + 5
+    while _sandbox_processes() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sandbox_processes() - before == set()
