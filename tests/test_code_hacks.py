@@ -214,6 +214,26 @@ def test_killing_the_parent_and_everything_else(verifier):
     assert verifier.verify(HONEST, SQUARE).passed  # the harness is intact
 
 
+def test_attacking_the_zygote_pid_1(verifier):
+    """PID 1 of the candidate namespace is rlvr's zygote: it must be un-killable,
+    un-traceable and unreadable from a check."""
+    code = ("import ctypes, os, signal\n"
+            "def square(x):\n"
+            "    reached = []\n"
+            "    try:\n        os.kill(1, signal.SIGKILL)\n    except OSError:\n        pass\n"
+            "    for path in ('/proc/1/mem', '/proc/1/environ', '/proc/1/fd/0', '/proc/1/fd/3'):\n"
+            "        try:\n            open(path, 'rb').read(1)\n            reached.append(path)\n"
+            "        except OSError:\n            pass\n"
+            "    try:\n        reached += os.listdir('/proc/1/fd')\n    except OSError:\n        pass\n"
+            "    libc = ctypes.CDLL(None, use_errno=True)\n"
+            "    if libc.ptrace(16, 1, 0, 0) == 0:  # PTRACE_ATTACH\n"
+            "        reached.append('ptrace')\n"
+            "    return x * x if reached else None\n")
+    _zero(verifier.verify(code, SQUARE))
+    assert verifier.verify(HONEST, SQUARE).passed  # the zygote survived
+    _only_the_zygote_left(verifier)
+
+
 def test_ignoring_sigalrm_and_spinning(verifier):
     code = ("import signal\nfor s in (signal.SIGALRM, signal.SIGTERM, signal.SIGXCPU):\n"
             "    signal.signal(s, signal.SIG_IGN)\n"
