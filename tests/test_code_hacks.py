@@ -410,10 +410,16 @@ def test_daemon_that_outlives_the_check(verifier):
 
 
 def test_new_user_namespace_is_refused(verifier):
-    code = ("import ctypes\n"
+    code = ("import ctypes, os, platform\n"
             "def square(x):\n"
             "    libc = ctypes.CDLL(None, use_errno=True)\n"
-            "    return x * x if libc.unshare(0x10000000) == 0 else None\n")
+            "    if libc.unshare(0x10000000) == 0:\n        return x * x\n"
+            "    if platform.machine() == 'x86_64':  # the x32 alias of unshare, then clone\n"
+            "        if libc.syscall(0x40000000 | 272, 0x10000000) == 0:\n            return x * x\n"
+            "        pid = libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)\n"
+            "        if pid == 0:\n            os._exit(0)\n"
+            "        if pid > 0:\n            return x * x\n"
+            "    return None\n")
     _zero(verifier.verify(code, SQUARE))
 
 
