@@ -410,16 +410,19 @@ def test_daemon_that_outlives_the_check(verifier):
 
 
 def test_new_user_namespace_is_refused(verifier):
+    """Inside its own user namespace a process could mount an unbounded tmpfs."""
     code = ("import ctypes, os, platform\n"
-            "def square(x):\n"
-            "    libc = ctypes.CDLL(None, use_errno=True)\n"
-            "    if libc.unshare(0x10000000) == 0:\n        return x * x\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "def escaped():\n"
+            "    if libc.unshare(0x10000000) == 0:\n        return True\n"
             "    if platform.machine() == 'x86_64':  # the x32 alias of unshare, then clone\n"
-            "        if libc.syscall(0x40000000 | 272, 0x10000000) == 0:\n            return x * x\n"
+            "        if libc.syscall(0x40000000 | 272, 0x10000000) == 0:\n            return True\n"
             "        pid = libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)\n"
             "        if pid == 0:\n            os._exit(0)\n"
-            "        if pid > 0:\n            return x * x\n"
-            "    return None\n")
+            "        return pid > 0\n"
+            "    return False\n"
+            "ESCAPED = escaped()\n"
+            "def square(x):\n    return x * x if ESCAPED else None\n")
     _zero(verifier.verify(code, SQUARE))
 
 
