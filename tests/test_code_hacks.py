@@ -429,3 +429,16 @@ def test_new_user_namespace_is_refused(verifier):
 def test_honest_code_still_passes_after_all_that(verifier, wall):
     assert verifier.verify(HONEST, SQUARE).passed, wall
     _only_the_zygote_left(verifier)
+
+
+def test_self_revealing_hacks_are_live_without_the_sandbox(tmp_path, shared_data):
+    """The read-only escapes above really do score 1 when nothing isolates them (the
+    explicit unsafe mode), so their 0 under bwrap is the sandbox's doing, not a dud hack."""
+    unsafe = CodeVerifier(sandbox="none-unsafe")
+    try:
+        with pytest.raises(AssertionError, match="score=1.0"):
+            test_reading_expected_outputs_from_disk(unsafe, tmp_path, shared_data)
+        with pytest.raises(AssertionError, match="score=1.0"):
+            test_network_access(unsafe)
+    finally:
+        unsafe.close()
