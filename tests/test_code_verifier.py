@@ -110,6 +110,19 @@ def test_crash_in_one_assert_spares_the_others(verifier):
     assert verdict.score == pytest.approx(2 / 3)
 
 
+def test_asserts_may_use_stdlib_modules_the_solution_imported(verifier):
+    code = "import math\ndef root(x):\n    return math.sqrt(x)\n"
+    reference = {"asserts": ["assert math.isclose(root(2), 1.41421356, rel_tol=1e-6)",
+                             "assert collections.Counter([root(4)]) == {2.0: 1}"]}
+    assert verifier.verify(code, reference).passed
+
+
+def test_huge_results_cross_the_channel(verifier):
+    reference = {"asserts": ["assert fact(3000) == math.factorial(3000)"]}
+    code = "def fact(n):\n    out = 1\n    for k in range(2, n + 1):\n        out *= k\n    return out\n"
+    assert verifier.verify(code, reference).passed
+
+
 def test_io_shape(verifier):
     reference = {"io": [{"input": "1 2\n", "output": "3\n"}, {"input": "10 -3", "output": "7"},
                         {"input": "2 2", "output": "5"}]}

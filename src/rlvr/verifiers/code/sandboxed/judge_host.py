@@ -15,10 +15,12 @@ process saw it finish.
 from __future__ import annotations
 
 import builtins
+import importlib
 import os
 import resource
 import signal
 import socket
+import sys
 
 
 class CandidateBroken(BaseException):
@@ -139,18 +141,37 @@ def run_check(channel: Channel, spec: dict) -> dict:
     return {"results": [ok], "errors": [channel.broken or channel.test_failed]}
 
 
+def _import_stdlib_names(code, namespace: dict) -> None:
+    """MBPP asserts use modules the solution imported (`math.isclose(f(2), 1.41)`).
+    Those modules are the standard library's own, imported here on the trusted side,
+    never the candidate's objects."""
+    pending = [code]
+    while pending:
+        current = pending.pop()
+        pending.extend(c for c in current.co_consts if hasattr(c, "co_names"))
+        for name in current.co_names:
+            if (name not in namespace and not hasattr(builtins, name)
+                    and name in sys.stdlib_module_names):
+                try:
+                    namespace[name] = importlib.import_module(name)
+                except ImportError:
+                    pass
+
+
 def _one_assert(channel: Channel, source: str, base: dict, names: list) -> str:
     """'' when the assert held, else why not. The candidate forks a fresh child for it."""
     channel.test_failed = ""
     if channel.request(["fork"]) != ["forked"]:
         raise CandidateBroken("candidate did not fork")
     namespace = dict(base)
+    code = _compile(source, "<assert>")
     for name in names:  # never shadow builtins or setup names: the expected side is ours
         if name not in namespace and not hasattr(builtins, name):
             namespace[name] = CandidateProxy(channel, name)
+    _import_stdlib_names(code, namespace)
     error = ""
     try:
-        exec(_compile(source, "<assert>"), namespace)
+        exec(code, namespace)
     except (Exception, CandidateBroken) as exc:
         error = f"{type(exc).__name__}: {str(exc)[:300]}"
     if not channel.broken and not channel.test_failed:
