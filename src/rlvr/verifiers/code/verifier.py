@@ -16,6 +16,7 @@ See docs/CODE_SANDBOX.md for the threat model.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Any
 
@@ -72,6 +73,9 @@ class CodeVerifier:
             probe()  # refuse now, with the reason, rather than score everything 0
         self._judge = JudgeServer(Limits(cpu_s=3600, memory_mb=1024, processes=1024), self.mode)
         self._zygote = Zygote(self.mode, Limits().tmpfs_mb)
+        # One check at a time per instance: the two sandboxes serve one check each.
+        # (VerifierPool runs one instance per worker process, so this never waits there.)
+        self._lock = threading.Lock()
 
     def check_reference(self, reference: Any) -> None:
         if not isinstance(reference, dict):
@@ -101,6 +105,10 @@ class CodeVerifier:
 
     def verify(self, completion: str, reference: Any) -> Verdict:
         self.check_reference(reference)
+        with self._lock:
+            return self._verify(completion, reference)
+
+    def _verify(self, completion: str, reference: Any) -> Verdict:
         code = extract_code(completion)
         if code is None:
             return Verdict.wrong("no_code")
