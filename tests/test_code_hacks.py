@@ -160,6 +160,7 @@ VERDICT_ONLY_HACKS = {
 @pytest.mark.parametrize("hack", list(VERDICT_ONLY_HACKS))
 def test_hack_scores_zero(verifier, hack):
     _zero(verifier.verify(VERDICT_ONLY_HACKS[hack], SQUARE))
+    _only_the_zygote_left(verifier)
 
 
 # --- rewriting what the assert means ---------------------------------------------------
