@@ -154,6 +154,16 @@ VERDICT_ONLY_HACKS = {
         "    return False\n"
         "ESCAPED = escaped()\n"
         "def square(x):\n    return x * x if ESCAPED else None\n"),
+    # Memory that outlives every process and escapes RLIMIT_AS once detached.
+    "sysv_shared_memory_and_memfd": ("import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def escaped():\n"
+        "    if libc.shmget(0x5EED, 1 << 20, 0o1600) >= 0:  # IPC_CREAT | 0600\n"
+        "        return True\n"
+        "    try:\n        os.memfd_create('hoard')\n        return True\n"
+        "    except OSError:\n        return False\n"
+        "ESCAPED = escaped()\n"
+        "def square(x):\n    return x * x if ESCAPED else None\n"),
 }
 
 
