@@ -183,6 +183,14 @@ def test_shadowing_builtins_used_by_the_assert(verifier):
     _zero(verifier.verify(code, reference))
 
 
+def test_stop_iteration_ending_the_judges_loop_early(verifier):
+    """sum(map(f, xs)) stops silently at a StopIteration raised inside f."""
+    reference = {"asserts": ["assert sum(map(negate, [0, 0, 0])) == 0",
+                             "assert list(map(negate, [5])) == [-5]"]}
+    assert verifier.verify("def negate(x):\n    return -x\n", reference).passed
+    _zero(verifier.verify("def negate(x):\n    raise StopIteration\n", reference))
+
+
 # --- attacking the harness processes ---------------------------------------------------
 
 def test_killing_the_parent_and_everything_else(verifier):
