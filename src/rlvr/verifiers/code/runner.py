@@ -132,7 +132,10 @@ class JudgeServer(_WarmSandbox):
     """The trusted sandbox that runs test code (sandboxed/judge_host.py)."""
 
     def __init__(self, limits: Limits, mode: str) -> None:
-        super().__init__("judge_host", sandbox.host_config(-1, limits, "judge", JUDGE_UID),
+        # Unsafe mode runs on the host's file system, where "nobody" may not read the
+        # interpreter's files (under /root, say): no uid switch there.
+        drop_uid = JUDGE_UID if mode != sandbox.UNSAFE else None
+        super().__init__("judge_host", sandbox.host_config(-1, limits, "judge", drop_uid),
                          mode, seqpacket=False)
 
     def submit(self, channel: socket.socket, job: socket.socket) -> None:

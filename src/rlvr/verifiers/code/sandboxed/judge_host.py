@@ -237,6 +237,7 @@ def _run_job(proto, channel_fd: int, job_fd: int) -> None:
 
 def main(proto, confine, config: dict) -> None:
     confine.confine(config)
+    confine.preload_common_modules()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
     control = socket.socket(fileno=config["fd"])
     while True:

@@ -108,6 +108,7 @@ def main(proto, confine, config: dict) -> None:
     # host, where kill(-1) and emptying /tmp would hit everything else of this user.
     _IN_SANDBOX = os.getpid() == 1
     confine.non_dumpable()
+    confine.preload_common_modules()
     workdir = _TMP if _IN_SANDBOX else tempfile.mkdtemp(prefix="rlvr-unsafe-")
     control = socket.socket(fileno=config["fd"])
     child = None
