@@ -221,9 +221,13 @@ def test_unusable_bubblewrap_is_refused_with_reason_and_fix(monkeypatch):
         sandbox.probe.cache_clear()
 
 
-def test_unknown_sandbox_mode_is_an_error():
+def test_bad_options_are_errors_naming_the_option():
     with pytest.raises(ValueError, match="none-unsafe"):
         CodeVerifier(sandbox="off")
+    with pytest.raises(ValueError, match="timeout_s"):
+        CodeVerifier(timeout_s=600)
+    with pytest.raises(ValueError, match="memory_mb"):
+        CodeVerifier(memory_mb=10)
 
 
 def test_unsafe_mode_is_explicit_and_still_grades():
