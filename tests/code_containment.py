@@ -41,6 +41,12 @@ def pids_limited():
         (group / "pids.max").write_text(str(PIDS_CAP))
         (group / "cgroup.procs").write_text(str(os.getpid()))
     except OSError:
+        if group is not None and group.exists():
+            try:
+                (root / "cgroup.procs").write_text(str(os.getpid()))
+                group.rmdir()
+            except OSError:
+                pass
         group = None
     if group is not None:
         try:
