@@ -15,7 +15,8 @@ zygote restores explicitly after every check:
   that double-forked, and empties /tmp. Only then does the next check start.
 
 Control messages (SOCK_SEQPACKET, one frame per message):
-  {"op": "run", "mode", "limits", "drop_uid"} + fds [channel, stdin, stdout] -> ["started"]
+  {"op": "run", "mode", "limits", "drop_uid"} + fds [channel] (serve mode) or
+      [program, stdin, stdout] (io mode) -> ["started"]
   {"op": "reap", "wait_s"} -> ["clean", exit code of the check's process or None]
 """
 
