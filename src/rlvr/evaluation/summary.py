@@ -1,0 +1,145 @@
+"""From graded attempts to the numbers of an evaluation: overall and per category.
+
+Metric names (the keys of `summarize`'s dict, also logged by `rlvr train`):
+  greedy/accuracy, greedy/score      mean `passed` and mean score of the greedy answers
+  sample/accuracy, sample/score      the same over every sampled answer (= pass@1 from n)
+  pass@k                             unbiased pass@k from the n samples, for each k <= n
+  maj@k                              majority-vote accuracy, for each k <= n, when the
+                                     verifier reports extracted answers
+  {greedy,sample}/truncated          share of answers cut by max_new_tokens
+  {greedy,sample}/ifeval_*           IFEval's prompt/instruction-level strict (and loose)
+                                     accuracy, when the verdicts carry per-instruction results
+  {greedy,sample}/errors             share of answers whose check timed out or crashed
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from rlvr.evaluation.metrics import Vote, answer_key, ifeval_accuracy, maj_at_k, mean, pass_at_k
+from rlvr.verifiers.base import REASON_ERROR, REASON_TIMEOUT, Verdict
+
+# Where a verdict's details name the final answer, most canonical first. The math
+# verifier's normalised form groups "0.5" with "\frac{1}{2}" when it offers one.
+ANSWER_KEYS = ("normalized_answer", "canonical", "normalized", "answer", "extracted")
+
+
+@dataclass
+class Attempt:
+    """One generated answer to one record, with its verdict."""
+
+    record_id: str
+    mode: str  # "greedy" or "sample"
+    index: int  # sample index within the record (0 for greedy)
+    completion: str
+    finish_reason: str
+    num_tokens: int
+    verdict: Verdict
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.record_id, "mode": self.mode, "index": self.index,
+                "completion": self.completion, "finish_reason": self.finish_reason,
+                "num_tokens": self.num_tokens, "verdict": self.verdict.to_dict(), **self.extra}
+
+
+def _grouped(attempts: Sequence[Attempt]) -> dict[str, list[Attempt]]:
+    groups: dict[str, list[Attempt]] = defaultdict(list)
+    for attempt in attempts:
+        groups[attempt.record_id].append(attempt)
+    for group in groups.values():
+        group.sort(key=lambda a: a.index)
+    return groups
+
+
+def _instruction_results(verdict: Verdict, kind: str) -> list[bool] | None:
+    """Per-instruction booleans from an IFEval verdict's details, if it has them.
+
+    Accepts `details[kind]` as a list of booleans, or `details["instructions"]` as a
+    list of {"id", "strict"/"followed", "loose"} objects."""
+    direct = verdict.details.get(kind)
+    if isinstance(direct, list) and all(isinstance(x, bool) for x in direct):
+        return direct
+    rows = verdict.details.get("instructions")
+    if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
+        names = (kind,) if kind == "loose" else ("strict", "followed")
+        values = [next((r[n] for n in names if n in r), None) for r in rows]
+        if all(isinstance(v, bool) for v in values):
+            return values  # type: ignore[return-value]
+    return None
+
+
+def _ifeval(prefix: str, attempts: Sequence[Attempt]) -> dict[str, float]:
+    strict = [_instruction_results(a.verdict, "strict") for a in attempts]
+    if not attempts or any(row is None for row in strict):
+        return {}
+    loose = [_instruction_results(a.verdict, "loose") for a in attempts]
+    counts = ifeval_accuracy(strict, None if any(r is None for r in loose) else loose)  # type: ignore[arg-type]
+    out = {f"{prefix}/ifeval_prompt_strict": counts.prompt_strict,
+           f"{prefix}/ifeval_instruction_strict": counts.instruction_strict}
+    if counts.prompt_loose is not None:
+        out[f"{prefix}/ifeval_prompt_loose"] = counts.prompt_loose
+        out[f"{prefix}/ifeval_instruction_loose"] = counts.instruction_loose  # type: ignore[assignment]
+    return out
+
+
+def _basic(prefix: str, attempts: Sequence[Attempt]) -> dict[str, float]:
+    if not attempts:
+        return {}
+    verdicts = [a.verdict for a in attempts]
+    return {f"{prefix}/accuracy": mean(float(v.passed) for v in verdicts),
+            f"{prefix}/score": mean(v.score for v in verdicts),
+            f"{prefix}/truncated": mean(float(a.finish_reason == "length") for a in attempts),
+            f"{prefix}/errors": mean(float(v.reason in (REASON_TIMEOUT, REASON_ERROR))
+                                     for v in verdicts),
+            **_ifeval(prefix, attempts)}
+
+
+def _sampled(attempts: Sequence[Attempt], ks: Sequence[int], answer_keys: Sequence[str],
+             max_subsets: int) -> dict[str, float]:
+    groups = _grouped(attempts)
+    if not groups:
+        return {}
+    sizes = {len(g) for g in groups.values()}
+    n = min(sizes)  # every record has n samples unless generation was cut short
+    out: dict[str, float] = {}
+    usable = sorted({k for k in ks if 1 <= k <= n})
+    for k in usable:
+        out[f"pass@{k}"] = mean(pass_at_k(len(g), sum(a.verdict.passed for a in g), k)
+                                for g in groups.values())
+    ballots = {rid: [Vote(answer_key(a.verdict.details, answer_keys), a.verdict.passed)
+                     for a in g] for rid, g in groups.items()}
+    if any(b.key is not None for votes in ballots.values() for b in votes):
+        for k in usable:
+            out[f"maj@{k}"] = mean(maj_at_k(votes, k, max_subsets, seed=rid)
+                                   for rid, votes in ballots.items())
+    return out
+
+
+def summarize(greedy: Sequence[Attempt], samples: Sequence[Attempt], ks: Sequence[int],
+              answer_keys: Sequence[str] = ANSWER_KEYS,
+              max_subsets: int = 2000) -> dict[str, float]:
+    """Every metric of one set of attempts (see the module docstring for the names)."""
+    return {**_basic("greedy", greedy), **_basic("sample", samples),
+            **_sampled(samples, ks, answer_keys, max_subsets)}
+
+
+def breakdown(greedy: Sequence[Attempt], samples: Sequence[Attempt], ks: Sequence[int],
+              categories: dict[str, dict[str, Any]], keys: Sequence[str],
+              answer_keys: Sequence[str] = ANSWER_KEYS) -> dict[str, dict[str, dict[str, float]]]:
+    """Metrics per category value: {key: {value: metrics}} for each metadata key in
+    `keys` (e.g. MATH's subject and level). `categories` maps record id -> metadata."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for key in keys:
+        values = sorted({str(meta[key]) for meta in categories.values() if key in meta})
+        if not values:
+            continue
+        out[key] = {}
+        for value in values:
+            ids = {rid for rid, meta in categories.items() if str(meta.get(key)) == value}
+            metrics = summarize([a for a in greedy if a.record_id in ids],
+                                [a for a in samples if a.record_id in ids], ks, answer_keys)
+            out[key][value] = {"count": float(len(ids)), **metrics}
+    return out
