@@ -7,13 +7,14 @@ package's own data file, read with its own reader. Nothing is downloaded.
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
 
+from rlvr.data.loading import FieldMapping, load_records
 from rlvr.data.records import TaskRecord
+from rlvr.verifiers.base import InvalidReference
+from rlvr.verifiers.registry import get_verifier
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -28,12 +29,14 @@ class DatasetError(ValueError):
 
 @dataclass(frozen=True)
 class Benchmark:
-    """A named benchmark: where its file lives, how to map one row, which metadata keys
-    the results break down by."""
+    """A named benchmark: its file under the data dir, how its fields map to a record
+    (read by `rlvr.data.load_records`, so errors name file:line), and the metadata keys
+    its results break down by."""
 
     name: str
-    path: str  # relative to the data dir
-    to_record: Callable[[dict[str, Any], int], TaskRecord]
+    path: str
+    mapping: FieldMapping
+    verifier: str = "math"
     categories: tuple[str, ...] = ()
 
 
@@ -51,88 +54,79 @@ def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
                        f"RLVR_SHARED_DATA (looked in {[str(c) for c in candidates if c]})")
 
 
-def _math_prompt(problem: str) -> str:
-    return f"{problem}\n{MATH_INSTRUCTION}"
+def _math(field: str) -> str:
+    return "{" + field + "}\n" + MATH_INSTRUCTION.replace("{}", "{{}}")
 
 
-def _gsm8k(row: dict[str, Any], line: int) -> TaskRecord:
-    solution = row["answer"]
-    if "####" not in solution:
-        raise KeyError("answer has no '####' final-answer line")
-    gold = solution.rsplit("####", 1)[1].strip().replace(",", "")
-    return TaskRecord(_math_prompt(row["question"]), gold, "math", f"gsm8k/{line - 1}")
-
-
-def _math500(row: dict[str, Any], line: int) -> TaskRecord:
-    return TaskRecord(_math_prompt(row["problem"]), row["answer"], "math", row["unique_id"],
-                      {"subject": row["subject"], "level": row["level"]})
-
-
-def _aime24(row: dict[str, Any], line: int) -> TaskRecord:
-    # "025": the math verifier compares numerically, so the zero padding is harmless.
-    return TaskRecord(_math_prompt(row["problem"]), str(row["answer"]), "math",
-                      f"aime24/{row['id']}", {"url": row.get("url", "")})
-
-
-def _amc23(row: dict[str, Any], line: int) -> TaskRecord:
-    answer = row["answer"]
-    if isinstance(answer, float) and answer.is_integer():
-        answer = int(answer)  # 27.0 -> "27": the published answers are integers
-    return TaskRecord(_math_prompt(row["problem"]), str(answer), "math", f"amc23/{row['id']}",
-                      {"url": row.get("url", "")})
-
-
-def _ifeval(row: dict[str, Any], line: int) -> TaskRecord:
-    reference = {"prompt": row["prompt"], "instruction_id_list": row["instruction_id_list"],
-                 "kwargs": row["kwargs"]}
-    return TaskRecord(row["prompt"], reference, "ifeval", f"ifeval/{row['key']}",
-                      {"instructions": list(row["instruction_id_list"])})
-
+# IFEval's reference is three fields of the row; they ride in the metadata and are
+# moved into the reference by `_ifeval_reference`.
+_IFEVAL_FIELDS = ("prompt", "instruction_id_list", "kwargs")
 
 BENCHMARKS: dict[str, Benchmark] = {
-    "gsm8k": Benchmark("gsm8k", "gsm8k/test.jsonl", _gsm8k),
-    "math500": Benchmark("math500", "math500/test.jsonl", _math500, ("subject", "level")),
-    "aime24": Benchmark("aime24", "aime24/test.jsonl", _aime24),
-    "amc23": Benchmark("amc23", "amc23/test.jsonl", _amc23),
-    "ifeval": Benchmark("ifeval", "ifeval/input_data.jsonl", _ifeval),
+    # GSM8K: the reference is the text after '####' (commas dropped).
+    "gsm8k": Benchmark("gsm8k", "gsm8k/test.jsonl", FieldMapping(
+        prompt_template=_math("question"), reference="answer", reference_transform="gsm8k")),
+    "math500": Benchmark("math500", "math500/test.jsonl", FieldMapping(
+        prompt_template=_math("problem"), reference="answer", id="unique_id",
+        metadata=("subject", "level")), categories=("subject", "level")),
+    # AIME answers are zero-padded ("025"); the math verifier compares numerically.
+    "aime24": Benchmark("aime24", "aime24/test.jsonl", FieldMapping(
+        prompt_template=_math("problem"), reference="answer", id="id",
+        reference_transform="str", metadata=("url",))),
+    # AMC answers are floats such as 27.0; all are integers, so "27".
+    "amc23": Benchmark("amc23", "amc23/test.jsonl", FieldMapping(
+        prompt_template=_math("problem"), reference="answer", id="id",
+        reference_transform="integer", metadata=("url",))),
+    "ifeval": Benchmark("ifeval", "ifeval/input_data.jsonl", FieldMapping(
+        prompt="prompt", reference="instruction_id_list", id="key",
+        metadata=_IFEVAL_FIELDS), verifier="ifeval"),
 }
 HUMANEVAL = "humaneval"
 
 
-def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    if not path.is_file():
-        raise DatasetError(f"{path}: benchmark file not found")
-    with path.open(encoding="utf-8") as stream:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path}:{number}: malformed JSON: {exc.msg}") from None
-            if not isinstance(row, dict):
-                raise DatasetError(f"{path}:{number}: expected a JSON object")
-            yield number, row
+def _ifeval_reference(record: TaskRecord) -> TaskRecord:
+    reference = {name: record.metadata[name] for name in _IFEVAL_FIELDS}
+    return replace(record, reference=reference,
+                   metadata={"instructions": list(reference["instruction_id_list"])})
 
 
 def load_benchmark(name: str, directory: str | os.PathLike[str] | None = None,
-                   limit: int | None = None) -> list[TaskRecord]:
-    """The records of benchmark `name` (see `BENCHMARKS`, plus "humaneval")."""
+                   limit: int | None = None, check: bool = True) -> list[TaskRecord]:
+    """The records of benchmark `name` (see `BENCHMARKS`, plus "humaneval"); ids are
+    "<name>/<the row's id, or file:line>". `check` runs each verifier's check_reference."""
     if name == HUMANEVAL:
         return load_humaneval(limit=limit)
     if name not in BENCHMARKS:
         raise DatasetError(f"unknown benchmark {name!r} (known: {', '.join(known_names())})")
     bench = BENCHMARKS[name]
-    path = data_dir(directory) / bench.path
-    records = []
-    for number, row in _rows(path):
-        if limit is not None and len(records) >= limit:
-            break
-        try:
-            records.append(bench.to_record(row, number))
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise DatasetError(f"{path}:{number}: bad {name} row ({exc})") from None
+    is_ifeval = bench.verifier == "ifeval"
+    records = load_records(data_dir(directory) / bench.path, bench.mapping,
+                           default_verifier=bench.verifier, limit=limit,
+                           check=check and not is_ifeval)
+    records = [replace(r, id=f"{name}/{r.id}") for r in records]
+    if is_ifeval:
+        records = [_ifeval_reference(r) for r in records]
+        if check:
+            verifier = get_verifier("ifeval")
+            for record in records:
+                try:
+                    verifier.check_reference(record.reference)
+                except InvalidReference as exc:
+                    raise DatasetError(f"{bench.path}: {record.id}: {exc}") from None
     return records
+
+
+def load_dataset(name_or_path: str, directory: str | os.PathLike[str] | None = None,
+                 limit: int | None = None, mapping: FieldMapping | None = None,
+                 default_verifier: str | None = None) -> list[TaskRecord]:
+    """A benchmark by name, or any task file (JSONL/JSON/Parquet of task records, or
+    another shape through `mapping`) by path."""
+    if name_or_path in known_names():
+        return load_benchmark(name_or_path, directory, limit)
+    if not Path(name_or_path).exists():
+        raise DatasetError(f"{name_or_path!r} is neither a benchmark "
+                           f"({', '.join(known_names())}) nor an existing file")
+    return load_records(name_or_path, mapping, default_verifier=default_verifier, limit=limit)
 
 
 def load_humaneval(path: str | None = None, limit: int | None = None) -> list[TaskRecord]:
