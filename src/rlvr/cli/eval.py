@@ -1,0 +1,122 @@
+"""`rlvr eval`: measure a model or checkpoint on a benchmark or task file.
+
+  rlvr eval MODEL_OR_RUN --dataset gsm8k --limit 50                 greedy accuracy
+  rlvr eval runs/r1 --dataset math500 --n 8 --k 1,8 --temperature 0.6   + pass@k, maj@k
+
+MODEL_OR_RUN: a model directory (config.json), a .gguf file, a LoRA adapter directory
+(merged into its base), or a run directory (its latest checkpoint). --dataset: gsm8k,
+math500, aime24, amc23, humaneval, ifeval, or a path to a task file (JSONL/JSON/Parquet
+of {"prompt", "reference", "verifier"} records). Prints a table and writes a JSON file
+with the config, the metrics and every attempt with its verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_BAD_INPUT = 2
+
+
+def add_parser(sub: Any, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", metavar="MODEL_OR_RUN", help="model dir, .gguf, LoRA adapter dir "
+                   "or run dir")
+    p.add_argument("--dataset", "-d", required=True, help="benchmark name or task file path")
+    p.add_argument("--n", type=int, default=0, help="samples per problem at --temperature for "
+                   "pass@k and maj@k (default 0: greedy only)")
+    p.add_argument("--k", default="1", help="comma-separated k for pass@k/maj@k (default 1)")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature for "
+                   "the --n samples (default 1.0)")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (default off)")
+    p.add_argument("--no-greedy", action="store_true", help="skip the greedy pass")
+    p.add_argument("--limit", type=int, default=None, help="only the first L problems")
+    p.add_argument("--max-new-tokens", type=int, default=512, help="generation budget per "
+                   "answer (default 512)")
+    p.add_argument("--batch-size", type=int, default=8, help="problems per generation batch")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--output", "-o", default=None, help="results JSON (default: "
+                   "<run>/eval/<dataset>-<checkpoint>.json for a run, else eval_<dataset>.json)")
+    p.add_argument("--data-dir", default=None, help="benchmark data directory (default: "
+                   "$RLVR_SHARED_DATA, <repo>/../shared/data, /work/shared/data)")
+    p.add_argument("--verifier", default=None, help="verifier for task-file rows that name none")
+    p.add_argument("--base-model", default=None, help="base model dir for a LoRA adapter whose "
+                   "adapter_config.json names no local base")
+    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    p.add_argument("--workers", type=int, default=None, help="verifier processes (default: "
+                   "all cores)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress line")
+
+
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise ValueError(f"--k must be comma-separated integers, got {text!r}") from None
+    if not ks or ks[0] < 1:
+        raise ValueError(f"--k values must be >= 1, got {text!r}")
+    return ks
+
+
+def _default_output(args: argparse.Namespace, model_path: Path, run_dir: Path | None) -> Path:
+    if args.output:
+        return Path(args.output)
+    name = Path(args.dataset).stem if Path(args.dataset).suffix else args.dataset
+    if run_dir is not None:
+        return run_dir / "eval" / f"{name}-{model_path.name}.json"
+    return Path(f"eval_{name}.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rlvr.evaluation.datasets import DatasetError, categories_for, load_dataset
+    from rlvr.evaluation.model_source import ModelSourceError, resolve
+    from rlvr.evaluation.runner import EvalSettings
+
+    try:
+        ks = _ks(args.k)
+        settings = EvalSettings(greedy=not args.no_greedy, n=args.n, ks=ks,
+                                temperature=args.temperature, top_p=args.top_p,
+                                max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
+                                seed=args.seed)
+        source = resolve(args.model, args.base_model)
+        records = load_dataset(args.dataset, args.data_dir, args.limit,
+                               default_verifier=args.verifier)
+    except (ValueError, DatasetError, ModelSourceError) as exc:
+        print(f"rlvr eval: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.n and any(k > args.n for k in ks):
+        print(f"rlvr eval: k > n={args.n} skipped: {[k for k in ks if k > args.n]}",
+              file=sys.stderr)
+    run_dir = Path(args.model) if (Path(args.model) / "checkpoints").is_dir() else None
+    return _evaluate(args, settings, source, records, categories_for(args.dataset),
+                     _default_output(args, source.path, run_dir))
+
+
+def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: list,
+              categories: tuple[str, ...], output: Path) -> int:
+    from rlvr.evaluation.model_source import load
+    from rlvr.evaluation.progress import Progress
+    from rlvr.evaluation.render import renderer_for
+    from rlvr.evaluation.report import format_table, write_results
+    from rlvr.evaluation.runner import evaluate
+    from rlvr.rollout.hf import HFRolloutEngine
+    from rlvr.verifiers.pool import VerifierPool
+
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own progress line is enough
+    model, tokenizer = load(source, device=args.device)
+    engine = HFRolloutEngine(model, tokenizer)
+    info = {"dataset": args.dataset, "model": source.describe(), "limit": args.limit}
+    progress = Progress(label=f"eval {args.dataset}", enabled=not args.quiet)
+    with VerifierPool(workers=args.workers,
+                      preload=sorted({r.verifier for r in records})) as pool:
+        result = evaluate(engine, records, renderer_for(tokenizer), settings, pool=pool,
+                          categories=categories, progress=progress, info=info)
+    print(format_table(result))
+    path = write_results(result, output)
+    print(f"results: {path}")
+    return 0
