@@ -118,3 +118,18 @@ def test_summary_of_two_problems():
     assert parts["level"]["1"]["greedy/accuracy"] == 1.0
     assert parts["level"]["2"]["pass@1"] == pytest.approx(1 / 3)
     assert parts["level"]["2"]["count"] == 1.0
+
+
+def test_correct_answers_written_differently_vote_together():
+    # "2" is wrong; "0.5" and "\frac{1}{2}" both equal the gold 1/2. Grouped by text the
+    # three tie 1-1-1 and "2" (first) would win; as correct answers they are one group
+    # with 2 votes and win.
+    samples = [_attempt("a", "sample", 0, False, "2"), _attempt("a", "sample", 1, True, "0.5"),
+               _attempt("a", "sample", 2, True, "\\frac{1}{2}")]
+    assert summarize([], samples, ks=(3,))["maj@3"] == 1.0
+
+
+def test_no_maj_at_k_without_extracted_answers():
+    samples = [_attempt("a", "sample", 0, True), _attempt("a", "sample", 1, False)]
+    m = summarize([], samples, ks=(1, 2))
+    assert m["pass@2"] == 1.0 and "maj@1" not in m

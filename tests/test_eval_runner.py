@@ -9,27 +9,9 @@ import pytest
 from rlvr.data.records import TaskRecord
 from rlvr.evaluation.report import format_table, write_results
 from rlvr.evaluation.runner import EvalSettings, evaluate, evaluate_during_training
-from rlvr.rollout.base import Completion, SamplingParams
 from rlvr.verifiers.pool import VerifierPool
 
-
-class ScriptedEngine:
-    """Answers from a script: greedy gets `greedy[prompt]`, sample j gets
-    `samples[prompt][j]`. Records every call so the test can check the parameters."""
-
-    def __init__(self, greedy, samples):
-        self.greedy, self.samples, self.calls = greedy, samples, []
-
-    def generate(self, prompts, n, params: SamplingParams):
-        self.calls.append((list(prompts), n, params))
-        def one(text):
-            return Completion([1], [2, 3], [], text, "eos")
-        if params.temperature == 0:
-            return [[one(self.greedy[p])] for p in prompts]
-        return [[one(t) for t in self.samples[p][:n]] for p in prompts]
-
-    def sync_weights(self, model):
-        pass
+from eval_helpers import ScriptedEngine
 
 
 RECORDS = [TaskRecord("1+1", "2", "exact", "p1", {"level": 1}),

