@@ -11,6 +11,7 @@ import sys
 # command -> (module, one-line help). Add a line when a command lands.
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("rlvr.cli.verify", "check completions against references (JSONL batch or one-off)"),
+    "import-model": ("rlvr.cli.import_model", "import a GGUF file or packaged model as an HF dir"),
     "eval": ("rlvr.cli.eval", "measure a model or checkpoint: greedy accuracy, pass@k, maj@k"),
 }
 
