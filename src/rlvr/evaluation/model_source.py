@@ -1,6 +1,7 @@
-"""Find and load the model `rlvr eval` was pointed at: a model directory, a GGUF file
-(or a directory holding one), a LoRA adapter directory, or a run directory (its latest
-checkpoint). Local paths only: nothing is downloaded.
+"""Find and load the model `rlvr eval` was pointed at. On top of what
+`rlvr.models.resolve_model` accepts (a model directory, a .gguf file, a packaged-model
+alias), a run directory stands for its latest checkpoint, and a LoRA adapter directory
+is merged into its base. Local paths only: nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ from pathlib import Path
 from typing import Any
 
 
+from rlvr.models import ModelNotFound, resolve_model
+
+
 class ModelSourceError(ValueError):
     """The path is not a model, checkpoint, adapter or run directory we can load."""
 
 
 @dataclass(frozen=True)
 class ModelSource:
-    """What to load. kind: "hf" (config.json), "gguf" (one .gguf file), "lora" (an
-    adapter_config.json; `base` is its base model directory)."""
+    """What to load. kind: "hf" (a model directory with config.json) or "lora" (an
+    adapter directory; `base` is its base model directory)."""
 
     kind: str
     path: Path
@@ -54,44 +58,37 @@ def latest_checkpoint(run_dir: Path) -> Path:
 
 
 def _is_loadable(path: Path) -> bool:
-    return any((path / name).is_file() for name in ("config.json", "adapter_config.json")) \
-        or any(path.glob("*.gguf"))
+    return any((path / name).is_file() for name in ("config.json", "adapter_config.json"))
 
 
 def _adapter_base(adapter_dir: Path, base: str | Path | None) -> Path:
-    if base is not None:
-        return Path(base)
-    config = json.loads((adapter_dir / "adapter_config.json").read_text(encoding="utf-8"))
-    named = config.get("base_model_name_or_path")
-    for candidate in (named, adapter_dir / (named or ""), adapter_dir / "base"):
-        if candidate and (Path(candidate) / "config.json").is_file():
-            return Path(candidate)
-    raise ModelSourceError(f"{adapter_dir}: LoRA adapter whose base model "
-                           f"{named!r} is not a local model directory; pass --base-model")
+    """The adapter's base model: `base` if given, else adapter_config.json's
+    base_model_name_or_path (a path, absolute or relative to the adapter, or anything
+    `resolve_model` accepts)."""
+    if base is None:
+        config = json.loads((adapter_dir / "adapter_config.json").read_text(encoding="utf-8"))
+        base = config.get("base_model_name_or_path") or ""
+        if (adapter_dir / str(base) / "config.json").is_file():
+            base = adapter_dir / str(base)
+    try:
+        return resolve_model(base)
+    except ModelNotFound as exc:
+        raise ModelSourceError(f"{adapter_dir}: LoRA adapter whose base model is not "
+                               f"available locally ({exc}); pass --base-model") from None
 
 
 def resolve(path: str | Path, base: str | Path | None = None) -> ModelSource:
     """Decide what `path` holds (see the module docstring)."""
     target = Path(path)
-    if not target.exists():
-        raise ModelSourceError(f"{target}: no such model, checkpoint or run directory "
-                               "(models are loaded from local paths only)")
-    if target.is_file():
-        if target.suffix == ".gguf":
-            return ModelSource("gguf", target)
-        raise ModelSourceError(f"{target}: a file that is not .gguf; give a model directory")
-    if (target / "checkpoints").is_dir() and not _is_loadable(target):
+    if target.is_dir() and (target / "checkpoints").is_dir() and not _is_loadable(target):
         target = latest_checkpoint(target)
     if (target / "adapter_config.json").is_file():
         return ModelSource("lora", target, _adapter_base(target, base))
-    if (target / "config.json").is_file():
-        return ModelSource("hf", target)
-    ggufs = sorted(target.glob("*.gguf"))
-    if len(ggufs) == 1:
-        return ModelSource("gguf", ggufs[0])
-    raise ModelSourceError(f"{target}: not a model directory (no config.json), LoRA adapter "
-                           "(no adapter_config.json), single .gguf, or run directory "
-                           "(no checkpoints/)")
+    try:
+        return ModelSource("hf", resolve_model(target))
+    except ModelNotFound as exc:
+        raise ModelSourceError(f"{exc} (or a run directory with checkpoints/, or a LoRA "
+                               "adapter directory)") from None
 
 
 def load(source: ModelSource, dtype: Any = None, device: str = "cpu") -> tuple[Any, Any]:
@@ -100,11 +97,7 @@ def load(source: ModelSource, dtype: Any = None, device: str = "cpu") -> tuple[A
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs: dict[str, Any] = {"dtype": dtype} if dtype is not None else {}
-    if source.kind == "gguf":
-        folder, name = source.path.parent, source.path.name
-        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, **kwargs)
-    elif source.kind == "lora":
+    if source.kind == "lora":
         try:
             from peft import PeftModel
         except ImportError:

@@ -1,0 +1,64 @@
+"""`rlvr eval` end to end on the tiny model: the CLI's numbers agree with what the
+same model answers in-process, and its results file holds every attempt."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_helpers import run_cli
+from rlvr.evaluation.model_source import load, resolve
+from rlvr.evaluation.render import renderer_for
+from rlvr.rollout.base import SamplingParams
+from rlvr.rollout.hf import HFRolloutEngine
+from rlvr.training.tiny import build_tiny
+
+TOKENS = 6
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A run directory whose only checkpoint is a fresh tiny model."""
+    run = tmp_path_factory.mktemp("run")
+    build_tiny(run / "checkpoints" / "step_1")
+    return run
+
+
+def test_cli_smoke_on_the_tiny_model(tiny_run, tmp_path):
+    # What the tiny model answers greedily to "1+1=" becomes the gold of the first task, so the
+    # CLI must score it (line 1) as passed and line 2 (gold "2") as failed: 1/2.
+    model, tokenizer = load(resolve(tiny_run))
+    render = renderer_for(tokenizer)
+    text = HFRolloutEngine(model, tokenizer).generate(
+        [render("1+1=")], 1, SamplingParams(max_new_tokens=TOKENS, temperature=0.0))[0][0].text
+    assert text.strip()
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"prompt": "1+1=", "reference": text.strip(), "verifier": "exact"},
+        {"prompt": "1+1=", "reference": "2", "verifier": "exact"}]))
+    out = tmp_path / "results.json"
+    result = run_cli("eval", str(tiny_run), "--dataset", str(tasks), "--n", "3", "--k", "1,2",
+                     "--temperature", "0.8", "--max-new-tokens", str(TOKENS), "--output",
+                     str(out), "--workers", "1", "--quiet", timeout=240)
+    assert result.returncode == 0, result.stderr
+    assert "greedy/accuracy" in result.stdout and "pass@2" in result.stdout
+    data = json.loads(out.read_text())
+    assert data["metrics"]["greedy/accuracy"] == 0.5
+    greedy = {a["id"]: a for a in data["attempts"] if a["mode"] == "greedy"}
+    assert greedy["tasks:1"]["completion"] == text and greedy["tasks:1"]["verdict"]["passed"] is True
+    samples = [a for a in data["attempts"] if a["mode"] == "sample"]
+    assert len(samples) == 2 * 3 and all(a["num_tokens"] <= TOKENS for a in samples)
+    # pass@1 is the mean of the sampled verdicts, recomputed from the file.
+    assert data["metrics"]["pass@1"] == pytest.approx(
+        sum(a["verdict"]["passed"] for a in samples) / 6)
+    assert data["config"]["model"].endswith("step_1") and data["config"]["n"] == 3
+
+
+def test_cli_bad_inputs_exit_2(tiny_run, tmp_path):
+    result = run_cli("eval", str(tiny_run), "--dataset", "nonesuch", timeout=60)
+    assert result.returncode == 2 and "neither a benchmark" in result.stderr
+    result = run_cli("eval", str(tmp_path / "missing"), "--dataset", "gsm8k", timeout=60)
+    assert result.returncode == 2 and "not found" in result.stderr
+    result = run_cli("eval", str(tiny_run), "--dataset", "gsm8k", "--k", "0", timeout=60)
+    assert result.returncode == 2 and "--k" in result.stderr
