@@ -42,7 +42,8 @@ RESPONSES = {
 
 
 def test_ifeval_levels_strict_and_loose():
-    with VerifierPool(workers=2) as pool:
+    # preloaded so the first checks do not pay the ifeval imports inside their time limit
+    with VerifierPool(workers=2, preload=["ifeval"]).start() as pool:
         result = evaluate(ScriptedEngine(RESPONSES), RECORDS, lambda p: p,
                           EvalSettings(greedy=True), pool=pool)
     m = result.metrics
@@ -57,3 +58,16 @@ def test_ifeval_levels_strict_and_loose():
     attempt = result.attempts[1].to_dict()
     assert attempt["secondary"]["loose"]["passed"] is True
     assert attempt["verdict"]["details"]["instructions"][0]["followed"] is False
+
+
+def test_a_check_that_timed_out_counts_as_no_instruction_followed():
+    from rlvr.evaluation.summary import Attempt, summarize
+    from rlvr.verifiers.base import Verdict
+
+    done = Verdict(0.5, False, "not_followed", {"instructions": [
+        {"id": "a", "followed": True}, {"id": "b", "followed": False}]})
+    attempts = [Attempt("x", "greedy", 0, "", "eos", 1, done, instructions=2),
+                Attempt("y", "greedy", 0, "", "eos", 1, Verdict.timeout(5.0), instructions=3)]
+    m = summarize(attempts, [], ks=(1,))
+    assert m["greedy/ifeval_instruction_strict"] == pytest.approx(1 / 5)  # 1 of 2 + 3
+    assert m["greedy/ifeval_prompt_strict"] == 0.0

@@ -122,13 +122,20 @@ class _Grader:
         self.executor.shutdown(wait=True)
 
 
+def _instruction_count(record: TaskRecord) -> int:
+    ids = record.reference.get("instruction_id_list") if isinstance(record.reference, dict) \
+        else None
+    return len(ids) if record.verifier == "ifeval" and isinstance(ids, list) else 0
+
+
 def _attempts(batch: Sequence[TaskRecord], outputs: list[list[Completion]], mode: str,
               ) -> tuple[list[Attempt], list[Case], list[tuple[Attempt, str | None]]]:
     attempts, cases, slots = [], [], []
     for record, completions in zip(batch, outputs):
         for index, completion in enumerate(completions):
             attempt = Attempt(record.id, mode, index, completion.text, completion.finish_reason,
-                              len(completion.token_ids), Verdict.error("not graded"))
+                              len(completion.token_ids), Verdict.error("not graded"),
+                              instructions=_instruction_count(record))
             attempts.append(attempt)
             text = completion.text
             cases.append(Case(record.verifier, text, record.reference, dict(record.options)))

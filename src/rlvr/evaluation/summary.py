@@ -38,6 +38,9 @@ class Attempt:
     num_tokens: int
     verdict: Verdict
     secondary: dict[str, Verdict] = field(default_factory=dict)  # e.g. IFEval "loose"
+    # IFEval records: how many instructions the prompt has, so a check that timed out or
+    # crashed (no per-instruction results) counts as following none of them.
+    instructions: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         out = {"id": self.record_id, "mode": self.mode, "index": self.index,
@@ -80,12 +83,14 @@ def _grouped(attempts: Sequence[Attempt]) -> dict[str, list[Attempt]]:
     return groups
 
 
-def _instruction_results(verdict: Verdict | None) -> list[bool] | None:
+def _instruction_results(verdict: Verdict | None, expected: int) -> list[bool] | None:
     """Per-instruction results of an ifeval verdict (details["instructions"] is a list
-    of {"id", "followed"}), or None for a verdict without them."""
+    of {"id", "followed"}); all False for a timed-out or crashed check of a prompt with
+    `expected` instructions; None when there is nothing to count."""
     rows = verdict.details.get("instructions") if verdict is not None else None
     if not isinstance(rows, list) or not rows:
-        return None
+        failed = verdict is not None and verdict.reason in (REASON_TIMEOUT, REASON_ERROR)
+        return [False] * expected if failed and expected else None
     values = [r.get("followed") if isinstance(r, dict) else None for r in rows]
     return values if all(isinstance(v, bool) for v in values) else None  # type: ignore[return-value]
 
@@ -93,10 +98,10 @@ def _instruction_results(verdict: Verdict | None) -> list[bool] | None:
 def _ifeval(prefix: str, attempts: Sequence[Attempt]) -> dict[str, float]:
     """Strict numbers from each attempt's own verdict, loose ones from its "loose"
     secondary verdict (the runner adds one for ifeval records)."""
-    strict = [_instruction_results(a.verdict) for a in attempts]
+    strict = [_instruction_results(a.verdict, a.instructions) for a in attempts]
     if not attempts or any(row is None for row in strict):
         return {}
-    loose = [_instruction_results(a.secondary.get("loose")) for a in attempts]
+    loose = [_instruction_results(a.secondary.get("loose"), a.instructions) for a in attempts]
     counts = ifeval_accuracy(strict, None if any(r is None for r in loose) else loose)  # type: ignore[arg-type]
     out = {f"{prefix}/ifeval_prompt_strict": counts.prompt_strict,
            f"{prefix}/ifeval_instruction_strict": counts.instruction_strict}
