@@ -8,6 +8,7 @@ import json
 import pytest
 
 from cli_helpers import run_cli
+from rlvr.data.records import TaskRecord
 from rlvr.evaluation.model_source import load, resolve
 from rlvr.evaluation.render import renderer_for
 from rlvr.rollout.base import SamplingParams
@@ -31,7 +32,7 @@ def test_cli_smoke_on_the_tiny_model(tiny_run, tmp_path):
     model, tokenizer = load(resolve(tiny_run))
     render = renderer_for(tokenizer)
     text = HFRolloutEngine(model, tokenizer).generate(
-        [render("1+1=")], 1, SamplingParams(max_new_tokens=TOKENS, temperature=0.0))[0][0].text
+        [render(TaskRecord("1+1=", "2", "exact", "x"))], 1, SamplingParams(max_new_tokens=TOKENS, temperature=0.0))[0][0].text
     assert text.strip()
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(r) + "\n" for r in [

@@ -44,7 +44,7 @@ RESPONSES = {
 def test_ifeval_levels_strict_and_loose():
     # preloaded so the first checks do not pay the ifeval imports inside their time limit
     with VerifierPool(workers=2, preload=["ifeval"]).start() as pool:
-        result = evaluate(ScriptedEngine(RESPONSES), RECORDS, lambda p: p,
+        result = evaluate(ScriptedEngine(RESPONSES), RECORDS, lambda r: r.prompt,
                           EvalSettings(greedy=True), pool=pool)
     m = result.metrics
     # strict: [T,T] [F,F] [F] [F,F] -> 1 of 4 prompts; 2 of 7 instructions.

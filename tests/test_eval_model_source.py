@@ -24,12 +24,13 @@ def _fake_checkpoint(path):
 
 def test_latest_checkpoint_by_step_number_or_latest_pointer(tmp_path):
     run = tmp_path / "run"
-    for name in ("step_2", "step_10", "step_9"):
-        _fake_checkpoint(run / "checkpoints" / name)
+    for name in ("step-000002", "step-000010", "step-000009", ".tmp-step-000011"):
+        _fake_checkpoint(run / "checkpoints" / name)  # the trainer's layout
     (run / "checkpoints" / "notes").mkdir()  # not loadable: ignored
-    assert latest_checkpoint(run).name == "step_10"  # 10 > 9 > 2, not string order
-    (run / "checkpoints" / "latest").write_text("step_9\n")
-    assert latest_checkpoint(run).name == "step_9"
+    # 10 > 9 > 2; the half-written .tmp-step-000011 does not count
+    assert latest_checkpoint(run).name == "step-000010"
+    (run / "checkpoints" / "latest").write_text("step-000009\n")
+    assert latest_checkpoint(run).name == "step-000009"
     (tmp_path / "r2" / "checkpoints").mkdir(parents=True)
     with pytest.raises(ModelSourceError, match="no checkpoint"):
         latest_checkpoint(tmp_path / "r2")

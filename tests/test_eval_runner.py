@@ -33,7 +33,7 @@ def pool():
 def test_evaluate_metrics_attempts_and_results_file(pool, tmp_path):
     settings = EvalSettings(greedy=True, n=4, ks=(1, 2, 4), temperature=0.7, batch_size=2,
                             max_new_tokens=16, seed=5)
-    result = evaluate(ENGINE, RECORDS, lambda prompt: f"Q: {prompt}", settings, pool=pool,
+    result = evaluate(ENGINE, RECORDS, lambda record: f"Q: {record.prompt}", settings, pool=pool,
                       categories=["level"], info={"dataset": "toy"})
     m = result.metrics
     assert m["greedy/accuracy"] == pytest.approx(2 / 3)
@@ -61,7 +61,7 @@ def test_evaluate_metrics_attempts_and_results_file(pool, tmp_path):
 
 
 def test_training_hook_returns_prefixed_flat_metrics(pool):
-    metrics = evaluate_during_training(ENGINE, RECORDS[:2], lambda p: f"Q: {p}",
+    metrics = evaluate_during_training(ENGINE, RECORDS[:2], lambda r: f"Q: {r.prompt}",
                                        EvalSettings(greedy=True), pool=pool)
     assert metrics["eval/greedy/accuracy"] == 0.5
     assert all(isinstance(v, float) for v in metrics.values())

@@ -50,7 +50,9 @@ def latest_checkpoint(run_dir: Path) -> Path:
         named = folder / latest.read_text(encoding="utf-8").strip()
         if named.is_dir():
             return named
-    candidates = [p for p in folder.iterdir() if p.is_dir() and _is_loadable(p)]
+    # ".tmp-*" folders are checkpoints still being written (or abandoned mid-write)
+    candidates = [p for p in folder.iterdir()
+                  if p.is_dir() and not p.name.startswith(".") and _is_loadable(p)]
     if not candidates:
         raise ModelSourceError(f"{run_dir}: run directory has no checkpoint under "
                                f"{folder} yet")

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from rlvr.data.records import TaskRecord
 
-def renderer_for(tokenizer: Any) -> Callable[[Any], str]:
+
+def renderer_for(tokenizer: Any) -> Callable[[TaskRecord], str]:
     has_template = bool(getattr(tokenizer, "chat_template", None))
     bos = getattr(tokenizer, "bos_token", None) or ""
 
-    def render(prompt: Any) -> str:
+    def render(record: TaskRecord) -> str:
+        prompt = record.prompt
         messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
         if has_template:
             text = tokenizer.apply_chat_template(messages, tokenize=False,

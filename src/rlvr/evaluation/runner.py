@@ -21,7 +21,9 @@ from rlvr.rollout.base import Completion, RolloutEngine, SamplingParams
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case, VerifierPool
 
-Renderer = Callable[[Any], str]  # a record's prompt (text or chat messages) -> model input
+# A task record -> the exact text the engine continues (e.g. rlvr.data.prompts'
+# PromptRenderer.render, the trainer's own renderer).
+Renderer = Callable[[TaskRecord], str]
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,7 @@ def evaluate(engine: RolloutEngine, records: Sequence[TaskRecord], render: Rende
     if not records:
         raise ValueError("no records to evaluate")
     progress = progress or Progress.silent()
-    prompts = [render(record.prompt) for record in records]
+    prompts = [render(record) for record in records]
     own_pool = pool is None
     pool = pool or VerifierPool(preload=sorted({r.verifier for r in records}))
     grader = _Grader(pool)
