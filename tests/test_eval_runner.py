@@ -67,8 +67,16 @@ def test_training_hook_returns_prefixed_flat_metrics(pool):
     assert all(isinstance(v, float) for v in metrics.values())
 
 
-def test_settings_reject_nonsense():
-    with pytest.raises(ValueError):
-        EvalSettings(greedy=False, n=0)
-    with pytest.raises(ValueError):
-        EvalSettings(n=4, temperature=0.0)
+def test_settings_load_as_a_config_section_and_reject_nonsense(tmp_path):
+    from rlvr.config import ConfigError, load_config
+
+    path = tmp_path / "eval.yaml"
+    path.write_text("n: 4\nks: [1, 4]\ntemperature: 0.6\n")
+    settings = load_config(EvalSettings, path, ["max_new_tokens=64"])
+    assert (settings.n, settings.ks, settings.max_new_tokens) == (4, (1, 4), 64)
+    with pytest.raises(ConfigError, match="temperature"):
+        load_config(EvalSettings, None, ["n=4", "temperature=0"])
+    with pytest.raises(ConfigError, match="nothing to evaluate"):
+        load_config(EvalSettings, None, ["greedy=false"])
+    with pytest.raises(ValueError, match="ks"):
+        evaluate(ENGINE, RECORDS, lambda r: r.prompt, EvalSettings(ks=(0,)))

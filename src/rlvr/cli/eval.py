@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
                                 temperature=args.temperature, top_p=args.top_p,
                                 max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
                                 seed=args.seed)
+        settings.validate()
         if (args.model is None) == (args.samples is None):
             raise ValueError("give MODEL_OR_RUN or --samples FILE (one of them)")
         records = load_dataset(args.dataset, args.data_dir, args.limit,

@@ -14,6 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
+from rlvr.config import ConfigError
 from rlvr.data.records import TaskRecord
 from rlvr.evaluation.progress import Progress
 from rlvr.evaluation.summary import ANSWER_KEYS, Attempt, breakdown, summarize
@@ -26,45 +27,46 @@ from rlvr.verifiers.pool import Case, VerifierPool
 Renderer = Callable[[TaskRecord], str]
 
 
+def _doc(help_text: str, **kwargs: Any) -> Any:
+    return field(metadata={"help": help_text}, **kwargs)
+
+
 @dataclass(frozen=True)
 class EvalSettings:
-    """How to evaluate. Also the shape of the trainer's `eval` config section.
+    """How to evaluate. Also the trainer's `eval` config section (rlvr.config schema:
+    every field documented here; `validate` names the bad field)."""
 
-    greedy:         run one temperature-0 answer per record (greedy/accuracy).
-    n:              samples per record at `temperature` for pass@k / maj@k (0: none).
-    ks:             the k of pass@k and maj@k; values above n are skipped.
-    temperature:    sampling temperature of the n samples.
-    top_p:          nucleus sampling for the n samples (1.0: off).
-    max_new_tokens: generation budget per answer; cut answers count as given.
-    batch_size:     records per engine.generate call (each with n samples).
-    seed:           base seed; batch b samples with seed + b, so runs repeat.
-    stop:           stop strings passed to the engine.
-    max_subsets:    maj@k enumerates all k-subsets of the n samples up to this many,
-                    else draws this many at random (seeded by the record id).
-    answer_keys:    verdict-details keys holding the extracted answer maj@k votes on.
-    """
+    greedy: bool = _doc("one temperature-0 answer per record (greedy/accuracy)", default=True)
+    n: int = _doc("samples per record at `temperature` for pass@k / maj@k (0: none)",
+                  default=0)
+    ks: tuple[int, ...] = _doc("the k of pass@k and maj@k; values above n are skipped",
+                               default=(1,))
+    temperature: float = _doc("sampling temperature of the n samples", default=1.0)
+    top_p: float = _doc("nucleus sampling for the n samples (1.0: off)", default=1.0)
+    max_new_tokens: int = _doc("generation budget per answer; a cut answer is graded as "
+                               "it stands", default=512)
+    batch_size: int = _doc("records per engine.generate call (each with n samples)",
+                           default=8)
+    seed: int = _doc("base seed; sampling batch b uses seed + b, so runs repeat", default=0)
+    stop: tuple[str, ...] = _doc("stop strings passed to the engine", default=())
+    max_subsets: int = _doc("maj@k averages over every k-subset of the n samples up to "
+                            "this many, else over this many drawn at random (seeded by "
+                            "the record id)", default=2000)
+    answer_keys: tuple[str, ...] = _doc("verdict-details keys holding the extracted answer "
+                                        "maj@k votes on, first present wins",
+                                        default=ANSWER_KEYS)
 
-    greedy: bool = True
-    n: int = 0
-    ks: tuple[int, ...] = (1,)
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 512
-    batch_size: int = 8
-    seed: int = 0
-    stop: tuple[str, ...] = ()
-    max_subsets: int = 2000
-    answer_keys: tuple[str, ...] = ANSWER_KEYS
-
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         if not self.greedy and self.n < 1:
-            raise ValueError("nothing to evaluate: set greedy=True or n >= 1")
-        if self.n < 0 or self.batch_size < 1 or self.max_new_tokens < 1:
-            raise ValueError("n must be >= 0, batch_size and max_new_tokens >= 1")
+            raise ConfigError("nothing to evaluate: set greedy true or n >= 1", "n")
+        for name in ("n", "batch_size", "max_new_tokens", "max_subsets"):
+            if getattr(self, name) < (0 if name == "n" else 1):
+                raise ConfigError(f"must be >= {0 if name == 'n' else 1}", name)
         if any(k < 1 for k in self.ks):
-            raise ValueError(f"every k must be >= 1, got {list(self.ks)}")
+            raise ConfigError(f"every k must be >= 1, got {list(self.ks)}", "ks")
         if self.n and self.temperature <= 0:
-            raise ValueError("sampling n answers needs temperature > 0 (greedy covers 0)")
+            raise ConfigError("sampling n answers needs temperature > 0 (greedy covers 0)",
+                              "temperature")
 
 
 @dataclass
@@ -187,6 +189,7 @@ def evaluate(engine: RolloutEngine, records: Sequence[TaskRecord], render: Rende
     else one is started on every core and closed at the end."""
     if not records:
         raise ValueError("no records to evaluate")
+    settings.validate()
     progress = progress or Progress.silent()
     prompts = [render(record) for record in records]
     own_pool = pool is None
