@@ -10,27 +10,36 @@ import pytest
 from cli_helpers import run_cli
 from rlvr.data.records import TaskRecord
 from rlvr.evaluation.model_source import load, resolve
-from rlvr.evaluation.render import renderer_for
+from rlvr.data.prompts import PromptRenderer
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.hf import HFRolloutEngine
+from rlvr.config import load_config, save_config
+from rlvr.training.config import TrainConfig
 from rlvr.training.tiny import build_tiny
 
 TOKENS = 6
 
 
+TEMPLATE = "{bos}Q: {prompt}\nA:"
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """A run directory whose only checkpoint is a fresh tiny model."""
+    """A run directory as the trainer lays it out: config.yaml (with its own prompt
+    template) and checkpoints/step-NNNNNN, the newest a fresh tiny model."""
     run = tmp_path_factory.mktemp("run")
-    build_tiny(run / "checkpoints" / "step_1")
+    save_config(load_config(TrainConfig, overrides=[f"prompt.template={TEMPLATE}"]),
+                run / "config.yaml")
+    build_tiny(run / "checkpoints" / "step-000001", seed=1)
+    build_tiny(run / "checkpoints" / "step-000002", seed=2)
     return run
 
 
 def test_cli_smoke_on_the_tiny_model(tiny_run, tmp_path):
     # What the tiny model answers greedily to "1+1=" becomes the gold of the first task, so the
     # CLI must score it (line 1) as passed and line 2 (gold "2") as failed: 1/2.
-    model, tokenizer = load(resolve(tiny_run))
-    render = renderer_for(tokenizer)
+    model, tokenizer = load(resolve(tiny_run / "checkpoints" / "step-000002"))
+    render = PromptRenderer(tokenizer, template=TEMPLATE).render
     text = HFRolloutEngine(model, tokenizer).generate(
         [render(TaskRecord("1+1=", "2", "exact", "x"))], 1, SamplingParams(max_new_tokens=TOKENS, temperature=0.0))[0][0].text
     assert text.strip()
@@ -53,7 +62,9 @@ def test_cli_smoke_on_the_tiny_model(tiny_run, tmp_path):
     # pass@1 is the mean of the sampled verdicts, recomputed from the file.
     assert data["metrics"]["pass@1"] == pytest.approx(
         sum(a["verdict"]["passed"] for a in samples) / 6)
-    assert data["config"]["model"].endswith("step_1") and data["config"]["n"] == 3
+    # the newest checkpoint, prompted with the run's own template
+    assert data["config"]["model"].endswith("step-000002") and data["config"]["n"] == 3
+    assert data["records"][0]["prompt"] == "<s>Q: 1+1=\nA:"
 
 
 def test_cli_bad_inputs_exit_2(tiny_run, tmp_path):

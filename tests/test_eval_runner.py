@@ -64,6 +64,11 @@ def test_training_hook_returns_prefixed_flat_metrics(pool):
     metrics = evaluate_during_training(ENGINE, RECORDS[:2], lambda r: f"Q: {r.prompt}",
                                        EvalSettings(greedy=True), pool=pool)
     assert metrics["eval/greedy/accuracy"] == 0.5
+    # the trainer's reward.verifier override: the "format" verifier wants
+    # <think>..</think><answer>..</answer>, which no scripted answer has
+    overridden = evaluate_during_training(ENGINE, RECORDS[:2], lambda r: f"Q: {r.prompt}",
+                                          EvalSettings(greedy=True), pool=pool, verifier="format")
+    assert overridden["eval/greedy/accuracy"] == 0.0
     assert all(isinstance(v, float) for v in metrics.values())
 
 

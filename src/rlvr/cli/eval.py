@@ -52,6 +52,15 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--workers", type=int, default=None, help="verifier processes (default: "
                    "all cores)")
+    p.add_argument("--prompt-style", choices=("plain", "chat"), default=None, help="prompt "
+                   "rendering (default: a run's own, else chat when the tokenizer has a "
+                   "chat template, else plain)")
+    p.add_argument("--template", default=None, help="plain style: text template with {bos}, "
+                   "{prompt}, {instruction} (default '{bos}{prompt}')")
+    p.add_argument("--system-prompt", default=None, help="chat style: system message")
+    p.add_argument("--instruction", default=None, help="answer-format instruction added to "
+                   "every prompt (benchmarks already ask for \\boxed{} / code)")
+    p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
     p.add_argument("--samples", default=None, help="grade the completions in this JSONL "
                    "instead of generating (no model)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress line")
@@ -109,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         settings = EvalSettings(greedy=not args.no_greedy, n=args.n, ks=ks,
                                 temperature=args.temperature, top_p=args.top_p,
                                 max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
-                                seed=args.seed)
+                                seed=args.seed, stop=tuple(args.stop or ()))
         settings.validate()
         if (args.model is None) == (args.samples is None):
             raise ValueError("give MODEL_OR_RUN or --samples FILE (one of them)")
@@ -126,7 +135,25 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     run_dir = Path(args.model) if (Path(args.model) / "checkpoints").is_dir() else None
     return _evaluate(args, settings, source, records, categories_for(args.dataset),
-                     _default_output(args, source.path, run_dir))
+                     _default_output(args, source.path, run_dir), run_dir)
+
+
+def _prompt_config(tokenizer: Any, run_dir: Path | None, **overrides: Any) -> Any:
+    """The run's own prompt rendering (its config.yaml `prompt` section) for a run
+    directory, so the model sees prompts shaped as in training; else the tokenizer's
+    chat template when it has one, else plain text after BOS. Flags that are set
+    (not None) override single fields."""
+    from dataclasses import replace
+
+    from rlvr.config import load_config
+    from rlvr.training.config import PromptConfig, TrainConfig
+
+    if run_dir is not None and (run_dir / "config.yaml").is_file():
+        config = load_config(TrainConfig, run_dir / "config.yaml").prompt
+    else:
+        config = PromptConfig(style="chat" if getattr(tokenizer, "chat_template", None)
+                              else "plain")
+    return replace(config, **{k: v for k, v in overrides.items() if v is not None})
 
 
 def _grade(args: argparse.Namespace, settings: Any, records: list,
@@ -147,10 +174,12 @@ def _grade(args: argparse.Namespace, settings: Any, records: list,
 
 
 def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: list,
-              categories: tuple[str, ...], output: Path) -> int:
+              categories: tuple[str, ...], output: Path, run_dir: Path | None) -> int:
+    from dataclasses import asdict
+
     from rlvr.evaluation.model_source import load
     from rlvr.evaluation.progress import Progress
-    from rlvr.evaluation.render import renderer_for
+    from rlvr.data.prompts import PromptRenderer
     from rlvr.evaluation.report import format_table, write_results
     from rlvr.evaluation.runner import evaluate
     from rlvr.rollout.hf import HFRolloutEngine
@@ -161,11 +190,16 @@ def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: lis
     hf_logging.disable_progress_bar()  # our own progress line is enough
     model, tokenizer = load(source, device=args.device)
     engine = HFRolloutEngine(model, tokenizer)
-    info = {"dataset": args.dataset, "model": source.describe(), "limit": args.limit}
+    prompt = _prompt_config(tokenizer, run_dir, style=args.prompt_style, template=args.template,
+                            system_prompt=args.system_prompt, instruction=args.instruction)
+    info = {"dataset": args.dataset, "model": source.describe(), "limit": args.limit,
+            "prompt": asdict(prompt)}
     progress = Progress(label=f"eval {args.dataset}", enabled=not args.quiet)
     with VerifierPool(workers=args.workers,
                       preload=sorted({r.verifier for r in records})) as pool:
-        result = evaluate(engine, records, renderer_for(tokenizer), settings, pool=pool,
+        render = PromptRenderer(tokenizer, prompt.style, prompt.template, prompt.system_prompt,
+                                prompt.instruction).render
+        result = evaluate(engine, records, render, settings, pool=pool,
                           categories=categories, progress=progress, info=info)
     print(format_table(result))
     path = write_results(result, output)

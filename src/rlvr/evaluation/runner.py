@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from rlvr.config import ConfigError
@@ -251,11 +251,13 @@ def grade_samples(records: Sequence[TaskRecord], completions: dict[str, list[str
 
 def evaluate_during_training(engine: RolloutEngine, records: Sequence[TaskRecord],
                              render: Renderer, settings: EvalSettings,
-                             pool: VerifierPool | None = None,
+                             pool: VerifierPool | None = None, verifier: str = "",
                              prefix: str = "eval/") -> dict[str, float]:
     """The trainer's hook: evaluate the live engine on held-out `records` and return a
     flat metrics dict ({"eval/greedy/accuracy": ..., "eval/pass@1": ...}) to merge into
     that step's metrics.jsonl line. Pass the trainer's own VerifierPool to reuse its
-    warm workers."""
+    warm workers; `verifier` overrides the records' own (as reward.verifier does)."""
+    if verifier:
+        records = [replace(r, verifier=verifier) for r in records]
     result = evaluate(engine, records, render, settings, pool=pool)
     return {f"{prefix}{name}": value for name, value in result.metrics.items()}
