@@ -55,6 +55,13 @@ def test_ifeval_levels_strict_and_loose():
     assert m["greedy/ifeval_instruction_loose"] == pytest.approx(5 / 7)
     # greedy/accuracy is the prompt-level strict number, from the main verdict.
     assert m["greedy/accuracy"] == pytest.approx(1 / 4)
+    # per instruction group: punctuation strict 1 of 3 (record 1), loose 2 of 3 (1, 2);
+    # change_case 1 of 2 / 2 of 2; startend 0 / 1 of 1; detectable_format 0 / 0 of 1.
+    groups = result.breakdown["instruction"]
+    assert groups["punctuation"] == {"count": 3.0, "strict": 1 / 3, "loose": 2 / 3}
+    assert groups["change_case"] == {"count": 2.0, "strict": 0.5, "loose": 1.0}
+    assert groups["startend"] == {"count": 1.0, "strict": 0.0, "loose": 1.0}
+    assert groups["detectable_format"] == {"count": 1.0, "strict": 0.0, "loose": 0.0}
     attempt = result.attempts[1].to_dict()
     assert attempt["secondary"]["loose"]["passed"] is True
     assert attempt["verdict"]["details"]["instructions"][0]["followed"] is False

@@ -10,7 +10,7 @@ from typing import Any
 from rlvr.evaluation.runner import EvalResult
 
 # Columns of the per-category table, in order, when present.
-_CATEGORY_COLUMNS = ("greedy/accuracy", "pass@1", "maj@1")
+_CATEGORY_COLUMNS = ("greedy/accuracy", "pass@1", "maj@1", "sample/accuracy", "strict", "loose")
 
 
 def _fmt(value: float) -> str:
@@ -33,8 +33,7 @@ def format_table(result: EvalResult) -> str:
     width = max((len(m) for m in names), default=10)
     lines += [f"  {name:<{width}}  {_fmt(result.metrics[name])}" for name in names]
     for key, groups in result.breakdown.items():
-        columns = [c for c in (*_CATEGORY_COLUMNS, "sample/accuracy")
-                   if any(c in g for g in groups.values())][:3]
+        columns = [c for c in _CATEGORY_COLUMNS if any(c in g for g in groups.values())][:3]
         first = max(len(key), *(len(v) for v in groups))
         lines.append("")
         lines.append(f"  {key:<{first}}  {'n':>5}  " + "  ".join(f"{c:>15}" for c in columns))

@@ -17,7 +17,8 @@ from typing import Any, Callable, Sequence
 from rlvr.config import ConfigError
 from rlvr.data.records import TaskRecord
 from rlvr.evaluation.progress import Progress
-from rlvr.evaluation.summary import ANSWER_KEYS, Attempt, breakdown, summarize
+from rlvr.evaluation.summary import (ANSWER_KEYS, Attempt, breakdown, ifeval_by_instruction,
+                                    summarize)
 from rlvr.rollout.base import Completion, RolloutEngine, SamplingParams
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case, VerifierPool
@@ -218,6 +219,9 @@ def _result(records: Sequence[TaskRecord], prompts: Sequence[str], greedy: list[
     metrics["count"] = float(len(records))
     meta = {r.id: r.metadata for r in records}
     parts = breakdown(greedy, samples, settings.ks, meta, categories, settings.answer_keys)
+    by_instruction = ifeval_by_instruction(greedy or samples)
+    if by_instruction:
+        parts["instruction"] = by_instruction  # type: ignore[assignment]
     rows = [{"id": r.id, "prompt": text, "reference": r.reference, "verifier": r.verifier,
              "metadata": r.metadata} for r, text in zip(records, prompts)]
     return EvalResult(metrics, parts, greedy + samples, rows, settings, info)

@@ -168,3 +168,31 @@ def breakdown(greedy: Sequence[Attempt], samples: Sequence[Attempt], ks: Sequenc
                                 [a for a in samples if a.record_id in ids], ks, answer_keys)
             out[key][value] = {"count": float(len(ids)), **metrics}
     return out
+
+
+def ifeval_by_instruction(attempts: Sequence[Attempt]) -> dict[str, dict[str, float]]:
+    """Instruction-level accuracy per instruction group (the part of the id before ':',
+    as IFEval's per-category tables): {group: {"count", "strict", "loose"?}} over the
+    given attempts (the greedy ones, or the samples)."""
+    tallies: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # count, strict, loose
+    has_loose = True
+    for attempt in attempts:
+        rows = attempt.verdict.details.get("instructions")
+        if not isinstance(rows, list):
+            continue
+        loose = attempt.secondary.get("loose")
+        loose_rows = loose.details.get("instructions") if loose is not None else None
+        has_loose = has_loose and isinstance(loose_rows, list) and len(loose_rows) == len(rows)
+        for i, row in enumerate(rows):
+            group = str(row.get("id", "?")).split(":")[0]
+            tally = tallies[group]
+            tally[0] += 1
+            tally[1] += bool(row.get("followed"))
+            if has_loose:
+                tally[2] += bool(loose_rows[i].get("followed"))  # type: ignore[index]
+    out = {}
+    for group, (count, strict, loose) in sorted(tallies.items()):
+        out[group] = {"count": float(count), "strict": strict / count}
+        if has_loose:
+            out[group]["loose"] = loose / count
+    return out
