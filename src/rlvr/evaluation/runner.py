@@ -253,6 +253,16 @@ def grade_samples(records: Sequence[TaskRecord], completions: dict[str, list[str
                    {**(info or {}), "seconds": round(time.monotonic() - started, 2)})
 
 
+def evaluate_records(engine: RolloutEngine, records: Sequence[TaskRecord], render: Renderer,
+                     settings: EvalSettings, pool: VerifierPool | None = None,
+                     verifier: str = "") -> EvalResult:
+    """`evaluate` with the trainer's reward.verifier override: a non-empty `verifier`
+    grades every record with that verifier instead of its own."""
+    if verifier:
+        records = [replace(r, verifier=verifier) for r in records]
+    return evaluate(engine, records, render, settings, pool=pool)
+
+
 def evaluate_during_training(engine: RolloutEngine, records: Sequence[TaskRecord],
                              render: Renderer, settings: EvalSettings,
                              pool: VerifierPool | None = None, verifier: str = "",
@@ -260,8 +270,6 @@ def evaluate_during_training(engine: RolloutEngine, records: Sequence[TaskRecord
     """The trainer's hook: evaluate the live engine on held-out `records` and return a
     flat metrics dict ({"eval/greedy/accuracy": ..., "eval/pass@1": ...}) to merge into
     that step's metrics.jsonl line. Pass the trainer's own VerifierPool to reuse its
-    warm workers; `verifier` overrides the records' own (as reward.verifier does)."""
-    if verifier:
-        records = [replace(r, verifier=verifier) for r in records]
-    result = evaluate(engine, records, render, settings, pool=pool)
+    warm workers."""
+    result = evaluate_records(engine, records, render, settings, pool, verifier)
     return {f"{prefix}{name}": value for name, value in result.metrics.items()}
