@@ -129,7 +129,12 @@ def test_correct_answers_written_differently_vote_together():
     assert summarize([], samples, ks=(3,))["maj@3"] == 1.0
 
 
-def test_no_maj_at_k_without_extracted_answers():
+def test_maj_at_k_only_for_verifiers_that_report_answers():
+    # code-like verdicts: no answer field at all -> no maj@k
     samples = [_attempt("a", "sample", 0, True), _attempt("a", "sample", 1, False)]
     m = summarize([], samples, ks=(1, 2))
     assert m["pass@2"] == 1.0 and "maj@1" not in m
+    # math-like verdicts that found no answer ({"answer": None}): maj@k is reported, 0
+    none = Verdict(0.0, False, "no_answer", {"answer": None})
+    samples = [Attempt("a", "sample", i, "", "eos", 1, none) for i in range(2)]
+    assert summarize([], samples, ks=(2,))["maj@2"] == 0.0

@@ -9,8 +9,8 @@ from typing import Any
 
 from rlvr.evaluation.runner import EvalResult
 
-# Columns of the per-category table, in order, when present.
-_CATEGORY_COLUMNS = ("greedy/accuracy", "pass@1", "maj@1", "sample/accuracy", "strict", "loose")
+# Columns of the per-category tables: these, then every pass@k and maj@k present.
+_CATEGORY_COLUMNS = ("greedy/accuracy", "strict", "loose")
 
 
 def _fmt(value: float) -> str:
@@ -33,7 +33,9 @@ def format_table(result: EvalResult) -> str:
     width = max((len(m) for m in names), default=10)
     lines += [f"  {name:<{width}}  {_fmt(result.metrics[name])}" for name in names]
     for key, groups in result.breakdown.items():
-        columns = [c for c in _CATEGORY_COLUMNS if any(c in g for g in groups.values())][:3]
+        present = {c for g in groups.values() for c in g}
+        columns = [c for c in _CATEGORY_COLUMNS if c in present] + [
+            c for c in _ordered({c: 0.0 for c in present}) if c.startswith(("pass@", "maj@"))]
         first = max(len(key), *(len(v) for v in groups))
         lines.append("")
         lines.append(f"  {key:<{first}}  {'n':>5}  " + "  ".join(f"{c:>15}" for c in columns))

@@ -5,7 +5,7 @@ Metric names (the keys of `summarize`'s dict, also logged by `rlvr train`):
   sample/accuracy, sample/score      the same over every sampled answer (= pass@1 from n)
   pass@k                             unbiased pass@k from the n samples, for each k <= n
   maj@k                              majority-vote accuracy, for each k <= n, when the
-                                     verifier reports extracted answers
+                                     verifier's details have an answer field
   {greedy,sample}/truncated          share of answers cut by max_new_tokens
   {greedy,sample}/ifeval_*           IFEval's prompt/instruction-level strict (and loose)
                                      accuracy, when the verdicts carry per-instruction results
@@ -136,7 +136,8 @@ def _sampled(attempts: Sequence[Attempt], ks: Sequence[int], answer_keys: Sequen
         out[f"pass@{k}"] = mean(pass_at_k(len(g), sum(a.verdict.passed for a in g), k)
                                 for g in groups.values())
     ballots = {rid: [ballot(a.verdict, answer_keys) for a in g] for rid, g in groups.items()}
-    if any(answer_key(a.verdict.details, answer_keys) is not None for a in attempts):
+    # maj@k for verifiers that report an answer at all (math: even when none was found)
+    if any(name in a.verdict.details for a in attempts for name in answer_keys):
         for k in usable:
             out[f"maj@{k}"] = mean(maj_at_k(votes, k, max_subsets, seed=rid)
                                    for rid, votes in ballots.items())
