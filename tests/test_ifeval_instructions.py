@@ -132,3 +132,12 @@ def test_loose_accepts_what_strict_rejects(instruction_id, kwargs, response):
 
 def test_loose_still_rejects_a_real_violation():
     assert LOOSE.verify("a, b\nc, d\ne, f", ref("punctuation:no_comma")).passed is False
+
+
+def test_undetectable_language_follows_as_in_ifeval_unless_turned_off():
+    reference = ref("language:response_language", language="hi")
+    assert STRICT.verify("12345 !!! 678", reference).passed is True  # IFEval's semantics
+    hardened = IfevalVerifier(unknown_language_follows=False)
+    assert hardened.verify("12345 !!! 678", reference).passed is False
+    # the option changes nothing for text langdetect can classify
+    assert hardened.verify(FRENCH, ref("language:response_language", language="fr")).passed

@@ -83,3 +83,12 @@ def test_invalid_reference_is_an_error_line_in_rlvr_verify(tmp_path):
     assert result.returncode == 1
     assert lines[0]["score"] == 1.0 and lines[0]["passed"] is True
     assert lines[1]["score"] is None and "unknown instruction id 'bogus:id'" in lines[1]["error"]
+
+
+def test_docs_list_every_instruction_id():
+    from conftest import REPO
+    from rlvr.verifiers.ifeval import all_instructions
+
+    doc = (REPO / "docs" / "rewards.md").read_text()
+    missing = [i for i in all_instructions() if f"`{i}`" not in doc]
+    assert missing == []

@@ -4,11 +4,14 @@ from chat messages, a lazily started process-wide pool."""
 from __future__ import annotations
 
 import atexit
+import functools
+import inspect
 import json
 import threading
 from typing import Any
 
 from rlvr.verifiers.pool import VerifierPool
+from rlvr.verifiers.registry import _resolve, spec_for
 
 # Verifiers whose reference is a string in its own right; a JSON-looking string is
 # parsed into an object for every other verifier (parquet and Arrow columns often
@@ -37,6 +40,24 @@ def normalise_reference(verifier: str, reference: Any) -> Any:
         except json.JSONDecodeError:
             return reference
     return reference
+
+
+@functools.lru_cache(maxsize=256)
+def _check_options(verifier: str, options_json: str) -> None:
+    options = json.loads(options_json)
+    factory = _resolve(spec_for(verifier).target)
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError as exc:
+        raise ValueError(f"verifier {verifier!r}: bad options {options}: {exc}") from None
+    if verifier == "composite":
+        factory(**options)  # validates every component (weights, names, verifiers)
+
+
+def check_options(verifier: str, options: dict[str, Any]) -> None:
+    """Raise ValueError now, in the trainer, when `options` do not fit `verifier`;
+    in a worker the same mistake would score every item 0 with reason "error"."""
+    _check_options(verifier, json.dumps(options, sort_keys=True, default=str))
 
 
 def completion_text(completion: Any) -> str:

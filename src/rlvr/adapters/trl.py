@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from rlvr.adapters.common import SharedPool, completion_text, normalise_reference
+from rlvr.adapters.common import (
+    SharedPool, check_options, completion_text, normalise_reference,
+)
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case, VerifierPool
-from rlvr.verifiers.registry import spec_for
 
 _SHARED = SharedPool()
 
@@ -53,7 +54,7 @@ class RewardFunction:
                  pool: VerifierPool | None = None, timeout_s: float | None = None,
                  name: str | None = None, on_invalid: str = "raise") -> None:
         if verifier is not None:
-            spec_for(verifier)  # fail at construction on an unknown name
+            check_options(verifier, dict(options or {}))  # unknown name or bad options: now
         if on_invalid not in ("raise", "none"):
             raise ValueError("on_invalid must be 'raise' or 'none'")
         self.verifier, self.reference_column = verifier, reference_column
@@ -69,6 +70,7 @@ class RewardFunction:
             if not row_value:
                 raise ValueError(f"{self.__name__}: row {index} has no '{self.verifier_column}' "
                                  "column value and no fixed verifier was given")
+            check_options(str(row_value), self.options)
             return str(row_value)
         if row_value and row_value != self.verifier:
             return None  # another reward function's row

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from rlvr.adapters.common import SharedPool, normalise_reference
+from rlvr.adapters.common import SharedPool, check_options, normalise_reference
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case
 from rlvr.verifiers.registry import available
@@ -73,6 +73,7 @@ def _result(verdict: Verdict, where: str, log_components: bool) -> dict[str, flo
 def _case(data_source: Any, solution_str: str, ground_truth: Any, extra_info: Any,
           verifier: str | None, timeout_s: float | None, options: dict[str, Any]) -> Case:
     name = _pick_verifier(data_source, extra_info, verifier)
+    check_options(name, options)
     return Case(name, solution_str, normalise_reference(name, ground_truth), options, timeout_s)
 
 

@@ -32,7 +32,7 @@ _BUILTINS: dict[str, VerifierSpec] = {
                          "final-answer equivalence for math (boxed, ####, 'Answer:')"),
     "exact": VerifierSpec("rlvr.verifiers.exact:ExactVerifier", 2.0,
                           "the final answer equals the reference string (numbers by value)"),
-    "ifeval": VerifierSpec("rlvr.verifiers.ifeval:IfevalVerifier", 5.0,
+    "ifeval": VerifierSpec("rlvr.verifiers.ifeval:IfevalVerifier", 10.0,  # cold start loads models
                            "IFEval instruction constraints (+ rlvr:*); score = fraction followed"),
     "format": VerifierSpec("rlvr.verifiers.format:FormatVerifier", 2.0,
                            "<think>...</think><answer>...</answer> structure, one answer, nothing after"),

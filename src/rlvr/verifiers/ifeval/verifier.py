@@ -53,23 +53,34 @@ def loose_variants(response: str) -> list[str]:
     return [response, response.replace("*", ""), *trimmed, *(t.replace("*", "") for t in trimmed)]
 
 
-def follows(spec: InstructionSpec, kwargs: dict[str, Any], response: str, loose: bool) -> bool:
+def follows(spec: InstructionSpec, kwargs: dict[str, Any], response: str, loose: bool,
+            unknown_language_follows: bool = True) -> bool:
+    if spec.uses_language:
+        kwargs = {**kwargs, "unknown_follows": unknown_language_follows}
     variants = loose_variants(response) if loose else [response]
     return any(v.strip() and spec.check(v, **kwargs) for v in variants)
 
 
 class IfevalVerifier:
+    """loose: IFEval's loose evaluation (see the module docstring).
+    unknown_language_follows: text langdetect cannot classify (only digits or
+    punctuation) follows the language and English-case instructions, as in IFEval
+    (default). Set False for training: otherwise "12345 !!!" satisfies "answer in
+    Hindi", a reward a policy can learn to collect."""
+
     name = "ifeval"
 
-    def __init__(self, loose: bool = False) -> None:
+    def __init__(self, loose: bool = False, unknown_language_follows: bool = True) -> None:
         self.loose = loose
+        self.unknown_language_follows = unknown_language_follows
 
     def check_reference(self, reference: Any) -> None:
         parse_reference(reference)
 
     def verify(self, completion: str, reference: Any) -> Verdict:
         instructions = parse_reference(reference)
-        followed = [follows(spec, kwargs, completion, self.loose) for spec, kwargs in instructions]
+        followed = [follows(spec, kwargs, completion, self.loose, self.unknown_language_follows)
+                    for spec, kwargs in instructions]
         score = sum(followed) / len(followed)
         passed = all(followed)
         if passed:
