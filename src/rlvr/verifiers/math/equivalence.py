@@ -68,6 +68,13 @@ def _line_equal(answer: tuple[Parsed, Parsed], gold: tuple[Parsed, Parsed]) -> b
     return ratio.is_number and ratio != 0 and bool(ratio.is_finite)
 
 
+def flat_items(shape: Shape) -> list[Shape]:
+    """The values of a collection; `\\{1 \\pm \\sqrt5, -2\\}` has three."""
+    if shape.kind not in COLLECTION_KINDS:
+        return [shape]
+    return [item for part in shape.parts for item in flat_items(part)]
+
+
 class Comparer:
     """Compares shapes; `percent_scale` carries the percent rule for the top value."""
 
@@ -127,9 +134,7 @@ class Comparer:
         return _line_equal((parsed[0], parsed[1]), (parsed[2], parsed[3]))
 
     def _collection(self, answer: Shape, gold: Shape) -> bool:
-        answer_items = list(answer.parts) if answer.kind in COLLECTION_KINDS else [answer]
-        gold_items = list(gold.parts) if gold.kind in COLLECTION_KINDS else [gold]
-        return self._matching(answer_items, gold_items)
+        return self._matching(flat_items(answer), flat_items(gold))
 
     def _matching(self, answer_items: list[Shape], gold_items: list[Shape]) -> bool:
         """A one-to-one matching of every answer item to a gold item (greedy is enough:

@@ -54,7 +54,8 @@ def _prepare(text: str) -> str:
     # `\frac 34` and `\frac9{19}`: single-token arguments the grammar may misread
     text = re.sub(r"\\frac\s*(\d)\s*(\d)", r"\\frac{\1}{\2}", text)
     text = re.sub(r"\\frac\s*(\d)(?=\s*\{)", r"\\frac{\1}", text)
-    text = re.sub(r"\\sqrt\s*(\d+)", r"\\sqrt{\1}", text)
+    text = re.sub(r"(\\frac\s*\{[^{}]*\})\s*([a-zA-Z0-9])", r"\1{\2}", text)
+    text = re.sub(r"\\sqrt\s*(\d)", r"\\sqrt{\1}", text)
     return text
 
 

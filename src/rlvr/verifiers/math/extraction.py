@@ -94,6 +94,11 @@ def _marker_candidates(text: str, boxes: list[Candidate]) -> list[Candidate]:
 def _strip_sentence_wrapping(content: str) -> str:
     """`$5$.` -> `5`; `\\( 5 \\)` -> `5`: math delimiters and the closing full stop."""
     content = content.strip()
+    # "The final answer is $x$. I hope it is correct.": the first math span is the answer
+    math_span = re.match(r"^(\$\$?)(.+?)\1", content) or re.match(r"^\\\((.+?)\\\)", content)
+    if math_span:
+        return math_span.group(math_span.lastindex).strip()
+    content = re.split(r"\.\s+(?=[A-Z])", content, maxsplit=1)[0]
     content = re.sub(r"[.\s]+$", "", content)
     for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"), ("**", "**")):
         if content.startswith(left) and content.endswith(right) and len(content) >= len(left) + len(right):

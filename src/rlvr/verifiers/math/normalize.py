@@ -24,7 +24,7 @@ _NOISE = re.compile(r"\\(?:left|right|displaystyle|textstyle|big|Big|bigg|Bigg)(
 _TEXT_LIKE = re.compile(r"\\(?:mbox|mathrm|textbf|textit|textrm|mathbf|mathit|mathsf|operatorname|textnormal|texttt)\s*(?=\{)")
 _DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\^\s*\{\s*\}")
 _PERCENT = re.compile(r"\\?%")
-_THOUSANDS_MARKUP = re.compile(r"(?<=\d)(?:\{,\}|\\,|,\\!|\\!,)(?=\d{3})")
+_THOUSANDS_MARKUP = re.compile(r"(?<=\d)(?:\{,\}|\\,|,\\!|\\!,)\s*(?=\d{3}(?!\d))")
 # 1,234,567 (not 10,100,1000, which is a list): groups of exactly three digits.
 _THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d,])")
 _SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
@@ -76,7 +76,7 @@ def normalize(answer: str) -> Normalized:
     text = _NOISE.sub(" ", text)
     text = re.sub(r"\\[dt]frac", r"\\frac", text)
     text = _TEXT_LIKE.sub(r"\\text", text)
-    text = text.replace("\\$", "").replace("\\ ", " ")
+    text = re.sub(r"(?<!\\)\\ ", " ", text.replace("\\$", ""))  # `\ ` but not `\\ `
     text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
     percent = bool(_PERCENT.search(text))
     text = _PERCENT.sub("", text)
