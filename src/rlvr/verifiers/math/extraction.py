@@ -95,7 +95,7 @@ def _strip_sentence_wrapping(content: str) -> str:
     """`$5$.` -> `5`; `\\( 5 \\)` -> `5`: math delimiters and the closing full stop."""
     content = content.strip()
     # "The final answer is $x$. I hope it is correct.": the first math span is the answer
-    math_span = re.match(r"^(\$\$?)(.+?)\1", content) or re.match(r"^\\\((.+?)\\\)", content)
+    math_span = re.match(r"^(\$\$?)((?:\\.|[^$\\])+)\1", content) or re.match(r"^\\\((.+?)\\\)", content)
     if math_span:
         return math_span.group(math_span.lastindex).strip()
     content = re.split(r"\.\s+(?=[A-Z])", content, maxsplit=1)[0]
