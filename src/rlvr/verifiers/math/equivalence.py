@@ -18,6 +18,17 @@ ORDERED_KINDS = ("ordered", "matrix", "row")
 COLLECTION_KINDS = ("set", "list")
 
 
+def _clearly_nonzero(constant: sympy.Basic) -> bool:
+    """A constant whose 50-digit value is far from 0 is not 0. Numeric evaluation only
+    ever proves inequality here, never equality, so it adds no tolerance: values
+    closer than 1e-30 (1/2^99 - 1/2^98 ~ 1.6e-30) go on to exact simplification."""
+    try:
+        value = constant.evalf(50)
+    except Exception:
+        return False
+    return bool(value.is_Number and abs(value) > sympy.Float("1e-30", 50))
+
+
 def _is_zero(difference: sympy.Basic) -> bool:
     if difference == 0:
         return True
@@ -25,6 +36,8 @@ def _is_zero(difference: sympy.Basic) -> bool:
         return False
     if node_count(difference) > MAX_NODES // 2:
         return False
+    if not difference.free_symbols and _clearly_nonzero(difference):
+        return False  # pi - 157/50: settled in microseconds instead of a slow simplify
     for simplifier in (sympy.expand, sympy.radsimp, sympy.simplify):
         try:
             if simplifier(difference) == 0:
