@@ -13,6 +13,7 @@ from __future__ import annotations
 import sympy
 
 MAX_DIGITS = 20_000  # an exact integer of this size multiplies in microseconds
+MAX_SYMBOLIC_EXPONENT = 200  # (x+1)^200 expands to 201 terms; higher powers are bombs
 MAX_NODES = 400  # larger trees are not answers anyone writes; skip the algebra
 
 
@@ -35,6 +36,8 @@ def _check_pow(base: sympy.Basic, exponent: sympy.Basic) -> None:
         return
     if abs(exponent) > MAX_DIGITS:
         raise TooLarge("power with a huge exponent")
+    if base.free_symbols and abs(exponent) > MAX_SYMBOLIC_EXPONENT:
+        raise TooLarge("symbolic power too high to expand")  # (x+1)^10000
     base_digits = _digits(base)
     if base_digits is not None and abs(float(exponent)) * max(base_digits, 1.0) > MAX_DIGITS:
         raise TooLarge(f"power with more than {MAX_DIGITS} digits")
@@ -45,7 +48,14 @@ def _check_factorial(argument: sympy.Basic) -> None:
         raise TooLarge("factorial of a large number")
 
 
+# Unevaluated operators: simplify() would evaluate them (a product up to 10^6 is a
+# factorial of a million); a final answer never needs them evaluated.
+_OPERATORS = (sympy.Sum, sympy.Product, sympy.Integral, sympy.Limit, sympy.Derivative)
+
+
 def _rebuild(node: sympy.Basic, args: tuple[sympy.Basic, ...]) -> sympy.Basic:
+    if isinstance(node, _OPERATORS):
+        raise TooLarge(f"unevaluated {type(node).__name__} in an answer")
     if isinstance(node, sympy.Pow):
         _check_pow(*args)
     elif isinstance(node, (sympy.factorial, sympy.factorial2, sympy.subfactorial)):

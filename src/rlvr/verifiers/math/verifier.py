@@ -19,6 +19,7 @@ completions against one gold.
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from typing import Any
@@ -42,6 +43,22 @@ _ONE = sympy.Integer(1)
 def _read(answer: str) -> tuple[Normalized, Shape]:
     normalized = normalize(answer)
     return normalized, parse_shape(_AND.sub(", ", normalized.text))
+
+
+def _gold_text(reference: Any) -> str:
+    """The gold as a string. Numbers are accepted too (AMC23 stores `27.0`): an
+    integer-valued float is that integer, others their shortest decimal."""
+    if isinstance(reference, bool) or not isinstance(reference, (str, int, float)):
+        raise InvalidReference("math: reference must be the gold answer as a string (or a "
+                               f"number), got {type(reference).__name__}")
+    if isinstance(reference, float):
+        if not math.isfinite(reference):
+            raise InvalidReference(f"math: reference is not a finite number: {reference!r}")
+        return str(int(reference)) if reference.is_integer() else repr(reference)
+    text = str(reference).strip()
+    if not text:
+        raise InvalidReference("math: reference (gold answer) is empty")
+    return text
 
 
 def _percent_scales(answer: Normalized, gold: Normalized) -> tuple[sympy.Rational, ...]:
@@ -85,11 +102,7 @@ class MathVerifier:
         self.fallback = fallback
 
     def check_reference(self, reference: Any) -> None:
-        if isinstance(reference, bool) or not isinstance(reference, (str, int)):
-            raise InvalidReference("math: reference must be the gold answer as a string, "
-                                   f"got {type(reference).__name__}")
-        if not str(reference).strip():
-            raise InvalidReference("math: reference (gold answer) is empty")
+        _gold_text(reference)
 
     def _candidates(self, completion: str) -> list[Candidate]:
         candidates = answer_candidates(completion)
@@ -99,8 +112,7 @@ class MathVerifier:
         return candidates
 
     def verify(self, completion: str, reference: Any) -> Verdict:
-        self.check_reference(reference)
-        gold_norm, gold = _read(str(reference).strip())
+        gold_norm, gold = _read(_gold_text(reference))
         candidates = self._candidates(completion or "")
         if not candidates:
             return Verdict.wrong("no_answer", answer=None)
