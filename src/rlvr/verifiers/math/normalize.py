@@ -29,7 +29,7 @@ _THOUSANDS_MARKUP = re.compile(r"(?<=\d)(?:\{,\}|\\,|,\\!|\\!,)\s*(?=\d{3}(?!\d)
 _THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d,])")
 _SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
 _TRAILING_TEXT = re.compile(r"^(?P<head>.*?\S)\s*\\text\s*\{[^{}]*\}(?:\s*\^\s*\{?\d\}?)?\s*$")
-_TRAILING_WORDS = re.compile(r"^(?P<head>.*\d)\s+[A-Za-z][A-Za-z ]*\.?$")
+_TRAILING_WORDS = re.compile(r"^(?P<head>.*\d)\s+[A-Za-z]{2,}(?: [A-Za-z]+)*\.?$")
 _WORD_CONNECTIVES = re.compile(r"\b(?:or|and|not|nor|either)\b", re.IGNORECASE)
 
 

@@ -12,6 +12,7 @@ own module; this one wires them and names the outcome:
     unparseable    the answer is not text we can read as math, and not equal as text
     too_large      the answer is a number too large to evaluate (`9^{9^{9^9}}`) and is
                    not written exactly as the gold
+    too_slow       parsing and comparing ran past the verifier's own time budget
 
 The gold is parsed once per distinct string (cached), since a GRPO group checks many
 completions against one gold.
@@ -32,6 +33,7 @@ from rlvr.verifiers.math.expressions import parse_expression
 from rlvr.verifiers.math.extraction import Candidate, answer_candidates, last_number
 from rlvr.verifiers.math.hedging import final_group, hedge_reason
 from rlvr.verifiers.math.normalize import Normalized, normalize
+from rlvr.verifiers.math.safety import BudgetExceeded, time_budget
 from rlvr.verifiers.math.structure import Shape, parse_shape
 
 FALLBACKS = (None, "last_number")
@@ -92,14 +94,18 @@ class MathVerifier:
               "last_number" — with neither, the last number in the text is the answer
               (for plain-text datasets; off for boxed-style data so that a stray number
               in the reasoning cannot score).
+    time_budget_s: parsing and comparison stop after this long with reason "too_slow"
+              (in the main thread; the pool's hard 5 s kill stays the last resort).
+              None turns it off.
     """
 
     name = "math"
 
-    def __init__(self, fallback: str | None = None) -> None:
+    def __init__(self, fallback: str | None = None, time_budget_s: float | None = 3.0) -> None:
         if fallback not in FALLBACKS:
             raise ValueError(f"math: fallback must be one of {FALLBACKS}, got {fallback!r}")
         self.fallback = fallback
+        self.time_budget_s = time_budget_s
 
     def check_reference(self, reference: Any) -> None:
         _gold_text(reference)
@@ -136,6 +142,10 @@ class MathVerifier:
                 and len(answer.parts) > 1:
             return Verdict.wrong("hedged", hedge="several_values", **details)
         comparer = Comparer(_percent_scales(answer_norm, gold_norm))
-        if comparer.equal(answer, gold):
-            return Verdict.correct(**details)
-        return Verdict.wrong(_failure_reason(answer), **details)
+        try:
+            with time_budget(self.time_budget_s):
+                if comparer.equal(answer, gold):
+                    return Verdict.correct(**details)
+                return Verdict.wrong(_failure_reason(answer), **details)
+        except BudgetExceeded:
+            return Verdict.wrong("too_slow", limit_s=self.time_budget_s, **details)
