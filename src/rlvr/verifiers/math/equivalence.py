@@ -8,6 +8,9 @@ and "find all" lists must match element for element (not any-pair: `1` is not
 
 from __future__ import annotations
 
+import re
+from fractions import Fraction
+
 import sympy
 
 from rlvr.verifiers.math.expressions import Parsed, parse_expression
@@ -16,6 +19,23 @@ from rlvr.verifiers.math.structure import Shape
 
 ORDERED_KINDS = ("ordered", "matrix", "row")
 COLLECTION_KINDS = ("set", "list")
+
+
+_PLAIN_NUMBER = re.compile(r"^(-?)\s*(?:(\d+(?:\.\d*)?|\.\d+)|\\frac\{(\d+)\}\{(\d+)\}|(\d+)\s*/\s*(\d+))$")
+
+
+def plain_number(text: str) -> Fraction | None:
+    """`-12`, `0.25`, `.5`, `\\frac{3}{4}`, `3/4` as an exact Fraction; else None."""
+    match = _PLAIN_NUMBER.match(text.strip())
+    if not match or len(text) > 100:
+        return None
+    sign, decimal, numerator, denominator = -1 if match.group(1) else 1, match.group(2), \
+        match.group(3) or match.group(5), match.group(4) or match.group(6)
+    if decimal is not None:
+        return sign * Fraction(decimal)
+    if int(denominator) == 0:
+        return None
+    return sign * Fraction(int(numerator), int(denominator))
 
 
 def _clearly_nonzero(constant: sympy.Basic) -> bool:
@@ -120,6 +140,11 @@ class Comparer:
     def _expr(self, answer_text: str, gold_text: str) -> bool:
         if "".join(answer_text.split()) == "".join(gold_text.split()):
             return True
+        answer_number, gold_number = plain_number(answer_text), plain_number(gold_text)
+        if answer_number is not None and gold_number is not None:
+            # the common case (GSM8K, AIME): exact rationals without the grammar
+            return any(answer_number * Fraction(int(s.p), int(s.q)) == gold_number
+                       for s in self.percent_scale)
         answer, gold = parse_expression(answer_text), parse_expression(gold_text)
         if answer is None or gold is None:
             return False
