@@ -93,7 +93,7 @@ def _marker_candidates(text: str, boxes: list[Candidate]) -> list[Candidate]:
 
 def _strip_sentence_wrapping(content: str) -> str:
     """`$5$.` -> `5`; `\\( 5 \\)` -> `5`: math delimiters and the closing full stop."""
-    content = content.strip()
+    content = content.strip().strip("*").strip()  # markdown bold: **Answer:** 42
     # "The final answer is $x$. I hope it is correct.": the first math span is the answer
     math_span = re.match(r"^(\$\$?)((?:\\.|[^$\\])+)\1", content) or re.match(r"^\\\((.+?)\\\)", content)
     if math_span:

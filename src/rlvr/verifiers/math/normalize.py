@@ -85,5 +85,6 @@ def normalize(answer: str) -> Normalized:
     text = _SCIENTIFIC.sub(r"\1\\times 10^{\2}", text)
     text = _strip_units(" ".join(text.split()))
     text = re.sub(r"\s*\\text\s*\{\s*\}", "", text)  # empty \text{} left by a unit strip
+    text = re.sub(r"\\text\s*\{([^{}a-zA-Z]*)\}", r"\1", text)  # `\textbf{5}` is 5
     text = re.sub(r"[.\s]+$", "", text).strip()
     return Normalized(text, percent, degrees)

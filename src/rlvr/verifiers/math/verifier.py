@@ -38,13 +38,17 @@ from rlvr.verifiers.math.structure import Shape, parse_shape
 
 FALLBACKS = (None, "last_number")
 _AND = re.compile(r"\s*\\text\s*\{\s*and\s*\}\s*|\s+and\s+")
+# For a multi-valued gold, "x = 1 or x = 2" lists the solutions; a hedge gains nothing
+# there, since the collection must match the gold's exactly.
+_OR = re.compile(r"\s*\\text\s*\{\s*or\s*\}\s*|\s+or\s+")
 _ONE = sympy.Integer(1)
 
 
 @lru_cache(maxsize=4096)
-def _read(answer: str) -> tuple[Normalized, Shape]:
+def _read(answer: str, or_separates: bool = False) -> tuple[Normalized, Shape]:
     normalized = normalize(answer)
-    return normalized, parse_shape(_AND.sub(", ", normalized.text))
+    text = _AND.sub(", ", normalized.text)
+    return normalized, parse_shape(_OR.sub(", ", text) if or_separates else text)
 
 
 def _gold_text(reference: Any) -> str:
@@ -131,10 +135,11 @@ class MathVerifier:
         details: dict[str, Any] = {"answer": answer_text[:500], "method": group[-1].method}
         if not answer_text.strip():
             return Verdict.wrong("no_answer", empty_box=True, **details)
-        hedge = hedge_reason(completion, candidates, group)
+        multi_valued = gold.kind in COLLECTION_KINDS
+        hedge = hedge_reason(completion, candidates, group, alternatives_allowed=multi_valued)
         if hedge:
             return Verdict.wrong("hedged", hedge=hedge, **details)
-        answer_norm, answer = _read(answer_text)
+        answer_norm, answer = _read(answer_text, or_separates=multi_valued)
         details["normalized"] = answer_norm.text[:500]
         if answer.kind == "empty":
             return Verdict.wrong("no_answer", **details)
