@@ -38,6 +38,20 @@ def plain_number(text: str) -> Fraction | None:
     return sign * Fraction(int(numerator), int(denominator))
 
 
+# Generic points, one per symbol: rationals unlikely to be roots, zeros or poles.
+_SAMPLE_VALUES = [sympy.Rational(p, q) for p, q in ((7, 13), (11, 17), (19, 23), (29, 31),
+                                                    (37, 41), (43, 47), (53, 59), (61, 67))]
+
+
+def _at_sample_point(expr: sympy.Basic) -> sympy.Basic:
+    """`expr` with each free symbol replaced by a fixed generic rational. A difference
+    that is non-zero there is not identically zero, so the answer is wrong."""
+    symbols = sorted(expr.free_symbols, key=lambda s: s.name)
+    if len(symbols) > len(_SAMPLE_VALUES):
+        return sympy.Integer(0)  # "not decided": the exact checks run
+    return expr.subs(dict(zip(symbols, _SAMPLE_VALUES)))
+
+
 def _clearly_nonzero(constant: sympy.Basic) -> bool:
     """A constant whose 50-digit value is far from 0 is not 0. Numeric evaluation only
     ever proves inequality here, never equality, so it adds no tolerance: values
@@ -56,9 +70,14 @@ def _is_zero(difference: sympy.Basic) -> bool:
         return False
     if node_count(difference) > MAX_NODES // 2:
         return False
-    if not difference.free_symbols and _clearly_nonzero(difference):
-        return False  # pi - 157/50: settled in microseconds instead of a slow simplify
-    for simplifier in (sympy.expand, sympy.radsimp, sympy.simplify):
+    if _clearly_nonzero(_at_sample_point(difference)):
+        return False  # pi - 157/50, tan x - cot x: settled fast instead of a slow simplify
+    # cheap rewrites first; trigsimp settles trig identities several times faster
+    # than the general simplify, which is the last resort
+    has_trig = difference.has(sympy.sin, sympy.cos, sympy.tan, sympy.cot, sympy.sec, sympy.csc)
+    simplifiers = (sympy.expand, sympy.radsimp) + ((sympy.trigsimp,) if has_trig else ()) \
+        + (sympy.simplify,)
+    for simplifier in simplifiers:
         try:
             if simplifier(difference) == 0:
                 return True
@@ -95,7 +114,9 @@ def _line_equal(answer: tuple[Parsed, Parsed], gold: tuple[Parsed, Parsed]) -> b
     if a == 0 or g == 0:
         return a == g
     try:
-        ratio = sympy.simplify(sympy.cancel(a / g))
+        ratio = sympy.cancel(a / g)  # canonical for polynomials: constant iff proportional
+        if ratio.free_symbols and not (a.is_polynomial() and g.is_polynomial()):
+            ratio = sympy.simplify(ratio)
     except Exception:
         return False
     return ratio.is_number and ratio != 0 and bool(ratio.is_finite)

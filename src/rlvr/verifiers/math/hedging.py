@@ -52,15 +52,16 @@ def final_group(text: str, candidates: list[Candidate]) -> list[Candidate]:
 
 
 def hedge_reason(text: str, candidates: list[Candidate], group: list[Candidate],
-                 alternatives_allowed: bool = False) -> str | None:
+                 alternatives_allowed: bool = False, gold_values: int = 1) -> str | None:
     """Why the final answer is a hedge ("several_answers", "alternative", "negated",
     "spamming"), or None. `group` is `final_group(...)` after the caller merged it
     (a multi-valued gold may legitimately box each value); `alternatives_allowed` for
-    such a gold too, where "x = 1 or x = 2" states the solution set."""
+    such a gold too, where "x = 1 or x = 2" states the solution set; `gold_values`
+    raises the spam threshold for a gold with that many values."""
     if len({_squash(c.text) for c in group}) > 1:
         return "several_answers"
     boxed = {_squash(c.text) for c in candidates if c.method == "boxed"}
-    if len(boxed) >= SPAM_DISTINCT_BOXES:
+    if len(boxed) >= SPAM_DISTINCT_BOXES + gold_values - 1:  # a gold of 5 values may box 5
         return "spamming"
     final = group[-1]
     if not alternatives_allowed and _ALTERNATIVE.search(final.text):

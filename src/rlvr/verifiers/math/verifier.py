@@ -28,7 +28,7 @@ from typing import Any
 import sympy
 
 from rlvr.verifiers.base import InvalidReference, Verdict
-from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer
+from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer, flat_items
 from rlvr.verifiers.math.expressions import parse_expression
 from rlvr.verifiers.math.extraction import Candidate, answer_candidates, last_number
 from rlvr.verifiers.math.hedging import final_group, hedge_reason
@@ -136,7 +136,8 @@ class MathVerifier:
         if not answer_text.strip():
             return Verdict.wrong("no_answer", empty_box=True, **details)
         multi_valued = gold.kind in COLLECTION_KINDS
-        hedge = hedge_reason(completion, candidates, group, alternatives_allowed=multi_valued)
+        hedge = hedge_reason(completion, candidates, group, alternatives_allowed=multi_valued,
+                             gold_values=len(flat_items(gold)))
         if hedge:
             return Verdict.wrong("hedged", hedge=hedge, **details)
         answer_norm, answer = _read(answer_text, or_separates=multi_valued)
