@@ -57,10 +57,11 @@ def _clearly_nonzero(constant: sympy.Basic) -> bool:
     ever proves inequality here, never equality, so it adds no tolerance: values
     closer than 1e-30 (1/2^99 - 1/2^98 ~ 1.6e-30) go on to exact simplification."""
     try:
-        value = constant.evalf(50)
-    except Exception:
+        magnitude = sympy.Abs(constant.evalf(50)).evalf(50)  # complex values too
+        return bool(magnitude.is_Number and magnitude.is_finite
+                    and magnitude > sympy.Float("1e-30", 50))
+    except Exception:  # nan, zoo, a sympy corner: not decided here
         return False
-    return bool(value.is_Number and abs(value) > sympy.Float("1e-30", 50))
 
 
 def _is_zero(difference: sympy.Basic) -> bool:
