@@ -124,3 +124,8 @@ def test_cli_batch_with_math_lines(tmp_path):
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line.get("reason") for line in lines[:3]] == ["correct", "wrong_answer", "hedged"]
     assert lines[3]["score"] is None and "empty" in lines[3]["error"]
+
+
+def test_a_boxed_gold_is_the_same_gold():
+    assert MathVerifier().verify("\\boxed{5}", "$\\boxed{5}$").passed
+    assert not MathVerifier().verify("\\boxed{6}", "\\boxed{5}").passed

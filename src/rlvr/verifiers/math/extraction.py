@@ -48,7 +48,7 @@ def _match_brace(text: str, open_index: int) -> int | None:
     return None
 
 
-def _unwrap_boxes(content: str) -> str:
+def unwrap_boxes(content: str) -> str:
     r"""`\boxed{\boxed{x}}` -> `x`: a box whose whole content is another box."""
     while True:
         inner = content.strip()
@@ -72,7 +72,7 @@ def boxed_candidates(text: str) -> list[Candidate]:
         close = _match_brace(text, match.end() - 1)
         if close is None:  # unclosed box: the model ran out of tokens; not an answer
             return found
-        content = _unwrap_boxes(text[match.end():close])
+        content = unwrap_boxes(text[match.end():close])
         found.append(Candidate(content.strip(), match.start(), close + 1, "boxed"))
         position = close + 1
 

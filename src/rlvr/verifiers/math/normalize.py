@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rlvr.verifiers.math.extraction import unwrap_boxes
+
 _UNICODE = {
     "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u03c0": "\\pi ", "\u221a": "\\sqrt ",
     "\u00d7": "\\times ", "\u22c5": "\\cdot ", "\u00b7": "\\cdot ", "\u00f7": "\\div ",
@@ -71,7 +73,8 @@ def _strip_units(text: str) -> str:
 
 def normalize(answer: str) -> Normalized:
     """Clean `answer` (an extracted final answer) into comparable LaTeX."""
-    text = _strip_math_delimiters(_apply_unicode(answer))
+    # a gold stored boxed (`\boxed{5}`, `$\boxed{5}$`) is the same gold
+    text = unwrap_boxes(_strip_math_delimiters(_apply_unicode(answer))).strip()
     text = _THOUSANDS_MARKUP.sub("", text)  # before `\!` and `\,` go as spacing
     text = _NOISE.sub(" ", text)
     text = re.sub(r"\\[dt]frac", r"\\frac", text)
