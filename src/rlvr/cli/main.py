@@ -11,6 +11,8 @@ import sys
 # command -> (module, one-line help). Add a line when a command lands.
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("rlvr.cli.verify", "check completions against references (JSONL batch or one-off)"),
+    "merge-lora": ("rlvr.cli.merge_lora", "merge a LoRA adapter into its base model"),
+    "import-model": ("rlvr.cli.import_model", "import a GGUF file or packaged model as an HF dir"),
 }
 
 

@@ -1,0 +1,35 @@
+"""Pure tensor pieces of RLVR algorithms: advantages, policy losses, aggregation, KL,
+entropy, log-probs, dynamic sampling, overlong handling.
+
+Imports nothing from training/rollout/cli and no models; usable alone (TRL, verl, a
+notebook). Shape conventions: P prompts x G samples for rewards/advantages ([P, G]);
+B sequences x T completion positions for per-token tensors ([B, T], B = P * G when a
+generation batch is flattened prompt-major: row p * G + g is sample g of prompt p);
+V vocabulary. mask [B, T]: 1 = completion token that counts in the loss.
+"""
+
+from rlvr.algorithms.advantages import (ADVANTAGES, GRPO, RLOO, AdvantageEstimator, DrGRPO,
+                                        ReinforcePP, ReinforcePPBaseline)
+from rlvr.algorithms.aggregation import (AGGREGATIONS, ConstantNormalizer, LossAggregation,
+                                         SequenceMean, TokenMean, masked_mean)
+from rlvr.algorithms.dynamic_sampling import GroupAccumulator, nonconstant_groups
+from rlvr.algorithms.entropy import token_entropy
+from rlvr.algorithms.kl import (KL_ESTIMATORS, kl_k1, kl_k2, kl_k3, kl_reward_per_sequence,
+                                kl_reward_to_go, masked_whiten)
+from rlvr.algorithms.logprobs import token_logprobs
+from rlvr.algorithms.overlong import mask_truncated, soft_overlong_penalty
+from rlvr.algorithms.policy_loss import (GSPO, POLICY_LOSSES, PolicyLoss, PolicyLossOutput,
+                                         PPOClip, clipped_surrogate, sequence_log_ratio)
+from rlvr.algorithms.registry import (advantage_estimator, kl_estimator, loss_aggregation,
+                                      policy_loss)
+
+__all__ = [
+    "ADVANTAGES", "AGGREGATIONS", "KL_ESTIMATORS", "POLICY_LOSSES",
+    "AdvantageEstimator", "ConstantNormalizer", "DrGRPO", "GRPO", "GSPO", "GroupAccumulator",
+    "LossAggregation", "PPOClip", "PolicyLoss", "PolicyLossOutput", "RLOO", "ReinforcePP",
+    "ReinforcePPBaseline", "SequenceMean", "TokenMean",
+    "advantage_estimator", "clipped_surrogate", "kl_estimator", "kl_k1", "kl_k2", "kl_k3",
+    "kl_reward_per_sequence", "kl_reward_to_go", "loss_aggregation", "mask_truncated",
+    "masked_mean", "masked_whiten", "nonconstant_groups", "policy_loss", "sequence_log_ratio",
+    "soft_overlong_penalty", "token_entropy", "token_logprobs",
+]

@@ -1,0 +1,64 @@
+"""Select algorithm pieces by name, so the trainer's config holds strings and the loop
+holds no string switches.
+
+    advantage_estimator("grpo", eps=1e-6)          -> GRPO(eps=1e-6)
+    policy_loss("ppo_clip", eps_high=0.28)         -> PPOClip(eps_low=0.2, eps_high=0.28)
+    loss_aggregation("constant", max_length=512)   -> ConstantNormalizer(max_length=512)
+    kl_estimator("k3")                             -> kl_k3
+
+Unknown names raise ValueError listing the known ones; unknown options raise
+ValueError naming the option and the object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping
+
+from torch import Tensor
+
+from rlvr.algorithms.advantages import ADVANTAGES, AdvantageEstimator
+from rlvr.algorithms.aggregation import AGGREGATIONS, LossAggregation
+from rlvr.algorithms.kl import KL_ESTIMATORS
+from rlvr.algorithms.policy_loss import POLICY_LOSSES, PolicyLoss
+
+
+def _lookup(table: Mapping[str, Any], name: str, kind: str) -> Any:
+    try:
+        return table[name]
+    except KeyError:
+        raise ValueError(f"unknown {kind} {name!r}; known: {', '.join(sorted(table))}") \
+            from None
+
+
+def _build(table: Mapping[str, type], name: str, kind: str, options: dict) -> Any:
+    cls = _lookup(table, name, kind)
+    fields = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(options) - fields)
+    if unknown:
+        raise ValueError(f"{kind} {name!r} has no option(s) {', '.join(unknown)}; "
+                         f"options: {', '.join(sorted(fields)) or 'none'}")
+    return cls(**options)
+
+
+def advantage_estimator(name: str, **options: Any) -> AdvantageEstimator:
+    return _build(ADVANTAGES, name, "advantage estimator", options)
+
+
+def policy_loss(name: str, **options: Any) -> PolicyLoss:
+    return _build(POLICY_LOSSES, name, "policy loss", options)
+
+
+def loss_aggregation(name: str, max_length: int | None = None) -> LossAggregation:
+    """max_length is used by "constant" (required there) and ignored by the others, so a
+    config can always pass its generation limit."""
+    cls = _lookup(AGGREGATIONS, name, "loss aggregation")
+    if "max_length" in {f.name for f in dataclasses.fields(cls)}:
+        if max_length is None:
+            raise ValueError(f"loss aggregation {name!r} needs max_length")
+        return cls(max_length=max_length)
+    return cls()
+
+
+def kl_estimator(name: str) -> Callable[[Tensor, Tensor], Tensor]:
+    return _lookup(KL_ESTIMATORS, name, "KL estimator")
