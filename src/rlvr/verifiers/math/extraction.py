@@ -119,3 +119,20 @@ def last_number(text: str) -> Candidate | None:
         return None
     match = matches[-1]
     return Candidate(match.group().rstrip(","), match.start(), match.end(), "last_number")
+
+
+_PLAIN_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+BARE_MAX_CHARS = 200
+BARE_MAX_WORDS = 2
+
+
+def bare_answer(text: str) -> Candidate | None:
+    """The whole text, when it is nothing but an answer: one line, short, at most two
+    plain words (`42`, `x = 3`, `72 apples`, `\\text{Evelyn}`), as when a caller has
+    already cut out the answer (an `<answer>` block). Prose is not an answer."""
+    stripped = text.strip()
+    if not stripped or "\n" in stripped or len(stripped) > BARE_MAX_CHARS:
+        return None
+    if len(_PLAIN_WORD.findall(stripped)) > BARE_MAX_WORDS:
+        return None
+    return Candidate(_strip_sentence_wrapping(stripped), 0, len(text), "whole")

@@ -30,7 +30,7 @@ import sympy
 from rlvr.verifiers.base import InvalidReference, Verdict
 from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer, flat_items
 from rlvr.verifiers.math.expressions import parse_expression
-from rlvr.verifiers.math.extraction import Candidate, answer_candidates, last_number
+from rlvr.verifiers.math.extraction import Candidate, answer_candidates, bare_answer, last_number
 from rlvr.verifiers.math.hedging import final_group, hedge_reason
 from rlvr.verifiers.math.normalize import Normalized, normalize
 from rlvr.verifiers.math.safety import BudgetExceeded, time_budget
@@ -94,7 +94,11 @@ def _failure_reason(shape: Shape) -> str:
 class MathVerifier:
     """Final-answer equivalence for math.
 
-    fallback: None (default) — only a box or an answer marker counts as an answer;
+    A completion that is nothing but a short answer (`42`, `x = 3`: one line, at most
+    two plain words) is its own answer, so callers that cut the answer out first (the
+    `<answer>` block of r1_math) work; prose without a box or marker is no answer.
+
+    fallback: None (default) — only a box, an answer marker or a bare answer counts;
               "last_number" — with neither, the last number in the text is the answer
               (for plain-text datasets; off for boxed-style data so that a stray number
               in the reasoning cannot score).
@@ -116,9 +120,11 @@ class MathVerifier:
 
     def _candidates(self, completion: str) -> list[Candidate]:
         candidates = answer_candidates(completion)
-        if not candidates and self.fallback == "last_number":
-            number = last_number(completion)
-            candidates = [number] if number else []
+        if not candidates:
+            bare = bare_answer(completion)
+            if bare is None and self.fallback == "last_number":
+                bare = last_number(completion)
+            candidates = [bare] if bare else []
         return candidates
 
     def verify(self, completion: str, reference: Any) -> Verdict:
