@@ -51,17 +51,20 @@ def final_group(text: str, candidates: list[Candidate]) -> list[Candidate]:
     return group
 
 
-def hedge_reason(text: str, candidates: list[Candidate], group: list[Candidate]) -> str | None:
+def hedge_reason(text: str, candidates: list[Candidate], group: list[Candidate],
+                 alternatives_allowed: bool = False, gold_values: int = 1) -> str | None:
     """Why the final answer is a hedge ("several_answers", "alternative", "negated",
     "spamming"), or None. `group` is `final_group(...)` after the caller merged it
-    (a multi-valued gold may legitimately box each value)."""
+    (a multi-valued gold may legitimately box each value); `alternatives_allowed` for
+    such a gold too, where "x = 1 or x = 2" states the solution set; `gold_values`
+    raises the spam threshold for a gold with that many values."""
     if len({_squash(c.text) for c in group}) > 1:
         return "several_answers"
     boxed = {_squash(c.text) for c in candidates if c.method == "boxed"}
-    if len(boxed) >= SPAM_DISTINCT_BOXES:
+    if len(boxed) >= SPAM_DISTINCT_BOXES + gold_values - 1:  # a gold of 5 values may box 5
         return "spamming"
     final = group[-1]
-    if _ALTERNATIVE.search(final.text):
+    if not alternatives_allowed and _ALTERNATIVE.search(final.text):
         return "alternative"
     before = text[max(0, group[0].start - _NEGATION_WINDOW):group[0].start]
     if _NEGATION_BEFORE.search(before) or _NEGATION_INSIDE.search(final.text):

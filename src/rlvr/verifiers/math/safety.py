@@ -10,9 +10,15 @@ trees alone (structural equality) or scores 0. Never `str()` such a tree either.
 
 from __future__ import annotations
 
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
 import sympy
 
 MAX_DIGITS = 20_000  # an exact integer of this size multiplies in microseconds
+MAX_SYMBOLIC_EXPONENT = 200  # (x+1)^200 expands to 201 terms; higher powers are bombs
 MAX_NODES = 400  # larger trees are not answers anyone writes; skip the algebra
 
 
@@ -35,6 +41,8 @@ def _check_pow(base: sympy.Basic, exponent: sympy.Basic) -> None:
         return
     if abs(exponent) > MAX_DIGITS:
         raise TooLarge("power with a huge exponent")
+    if base.free_symbols and abs(exponent) > MAX_SYMBOLIC_EXPONENT:
+        raise TooLarge("symbolic power too high to expand")  # (x+1)^10000
     base_digits = _digits(base)
     if base_digits is not None and abs(float(exponent)) * max(base_digits, 1.0) > MAX_DIGITS:
         raise TooLarge(f"power with more than {MAX_DIGITS} digits")
@@ -45,7 +53,14 @@ def _check_factorial(argument: sympy.Basic) -> None:
         raise TooLarge("factorial of a large number")
 
 
+# Unevaluated operators: simplify() would evaluate them (a product up to 10^6 is a
+# factorial of a million); a final answer never needs them evaluated.
+_OPERATORS = (sympy.Sum, sympy.Product, sympy.Integral, sympy.Limit, sympy.Derivative)
+
+
 def _rebuild(node: sympy.Basic, args: tuple[sympy.Basic, ...]) -> sympy.Basic:
+    if isinstance(node, _OPERATORS):
+        raise TooLarge(f"unevaluated {type(node).__name__} in an answer")
     if isinstance(node, sympy.Pow):
         _check_pow(*args)
     elif isinstance(node, (sympy.factorial, sympy.factorial2, sympy.subfactorial)):
@@ -83,3 +98,31 @@ def _evaluate(node: sympy.Basic) -> sympy.Basic:
         return node.applyfunc(_evaluate)
     args = tuple(_evaluate(arg) for arg in node.args)
     return _rebuild(node, args)
+
+
+class BudgetExceeded(BaseException):
+    """The check ran past its in-process time budget. A BaseException so that the
+    `except Exception` around the grammar and sympy cannot swallow it."""
+
+
+def _raise_budget(signum: int, frame: object) -> None:
+    raise BudgetExceeded()
+
+
+@contextmanager
+def time_budget(seconds: float | None) -> Iterator[None]:
+    """Raise BudgetExceeded in this block after `seconds` (SIGALRM; the grammar and
+    sympy are pure Python, so the signal lands). A second line of defence inside the
+    pool's hard kill, which then never has to restart a worker; also protects direct
+    in-process use. Only in the main thread and when no other timer is running."""
+    if not seconds or threading.current_thread() is not threading.main_thread() \
+            or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _raise_budget)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -19,7 +19,8 @@ _BASE_NUMERAL = re.compile(r"^([0-9A-Fa-f]+)_\{?(\d+)\}?$")
 _TEXT_WRAPPED = re.compile(r"^\\text\s*\{([^{}]*)\}$")
 _MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.S)
 _SET_PREFIX = re.compile(r"^[a-zA-Z]\s*\\in\s*")
-_RELATIONS = re.compile(r"\\leq?(?![a-zA-Z])|\\geq?(?![a-zA-Z])|<=|>=|<|>|\\neq?(?![a-zA-Z])")
+_RELATIONS = re.compile(r"\\leq?(?![a-zA-Z])|\\geq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])|<=|>=|<|>"
+                        r"|\\neq?(?![a-zA-Z])")
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,7 @@ def parse_shape(text: str) -> Shape:
     if text[0] in "([" and text[-1] in ")]" and _encloses(text):
         return _ordered_or_group(text)
     if has_relation_operator(text):
-        return Shape("inequality", text)
+        return _inequality(text)
     sides = split_top_level(text, "=")
     if len(sides) > 1:
         return Shape("relation", parts=(parse_shape(sides[0]), parse_shape(sides[-1])))
@@ -160,6 +161,39 @@ def parse_shape(text: str) -> Shape:
     if base and int(base.group(2)) != 10:
         return Shape("base", base.group(1).upper().lstrip("0") or "0", base=int(base.group(2)))
     return Shape("expr", text)
+
+
+_LESS = {"<": "<", "\\lt": "<", "\\le": "<=", "\\leq": "<=", "<=": "<=",
+         ">": ">", "\\gt": ">", "\\ge": ">=", "\\geq": ">=", ">=": ">="}
+_COMPARISON = re.compile(r"\\leq?(?![a-zA-Z])|\\geq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])|<=|>=|<|>")
+_VARIABLE = re.compile(r"^[a-zA-Z]$")
+
+
+def _inequality(text: str) -> Shape:
+    """`-2 \\le x < 7` -> the interval `[-2, 7)`; `x > 5` -> `(5, \\infty)`. Anything
+    else (`x \\neq 3`, two variables) stays an "inequality" compared as a string."""
+    operators = [_LESS[m.group()] for m in _COMPARISON.finditer(text)]
+    terms = [t.strip() for t in _COMPARISON.split(text)]
+    if "\\neq" in text or "\\ne " in text or not 2 <= len(terms) <= 3 or not all(terms):
+        return Shape("inequality", text)
+    if len(terms) == 3 and _VARIABLE.match(terms[1]) and operators[0][0] == operators[1][0]:
+        low, high = (terms[0], terms[2]) if operators[0][0] == "<" else (terms[2], terms[0])
+        low_closed, high_closed = (operators[0].endswith("="), operators[1].endswith("="))
+        if operators[0][0] == ">":
+            low_closed, high_closed = high_closed, low_closed
+    elif len(terms) == 2 and (_VARIABLE.match(terms[0]) or _VARIABLE.match(terms[1])):
+        # put the variable on the left: `5 < x` is `x > 5`
+        bound, op = (terms[1], operators[0]) if _VARIABLE.match(terms[0]) else \
+            (terms[0], operators[0].translate(str.maketrans("<>", "><")))
+        closed = op.endswith("=")
+        if op[0] == ">":
+            low, high, low_closed, high_closed = bound, "\\infty", closed, False
+        else:
+            low, high, low_closed, high_closed = "-\\infty", bound, False, closed
+    else:
+        return Shape("inequality", text)
+    brackets = ("[" if low_closed else "(") + ("]" if high_closed else ")")
+    return Shape("ordered", brackets=brackets, parts=(parse_shape(low), parse_shape(high)))
 
 
 def has_relation_operator(text: str) -> bool:
