@@ -1,14 +1,15 @@
-"""The trusted orchestration in the verifier's process: starts sandboxes, wires the
-narrow channel between candidate and judge, enforces the wall clock, cleans up.
+"""The trusted orchestration in the verifier's process: keeps the two warm sandboxes,
+wires the narrow channel between candidate and judge, enforces the wall clock, cleans up.
 
 Per function check (HumanEval `check`, MBPP asserts):
-  1. a fresh candidate sandbox is started with one end of a socket pair as its channel;
+  1. the candidate zygote forks a fresh confined child, given one end of a socket pair
+     as its channel;
   2. the model's code is written into the channel (the judge never holds it);
-  3. the other end and a job socket are passed (SCM_RIGHTS) to the warm judge sandbox,
-     which forks a child to run the test code against a proxy of the candidate;
+  3. the other end and a job socket are passed (SCM_RIGHTS) to the judge sandbox, which
+     forks a child to run the test code against a proxy of the candidate;
   4. the verdict is what the judge writes on the job socket, read with a deadline;
-  5. the candidate sandbox is killed - with it its PID namespace and every process
-     the model started - and reaped, whatever happened.
+  5. the zygote kills every process of the check and empties /tmp, whatever happened;
+     a zygote or judge that misbehaves is killed with its whole sandbox and replaced.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from rlvr.verifiers.code import sandbox
 from rlvr.verifiers.code.sandbox import JUDGE_UID, Limits
@@ -96,35 +97,27 @@ def _alive(pid: int) -> bool:
     return state not in (b"Z", b"X")
 
 
-class JudgeServer:
-    """The warm trusted sandbox. Started on first use, restarted if it died."""
+class _WarmSandbox:
+    """A long-lived sandboxed host process, started on first use and replaced if it dies."""
 
-    def __init__(self, limits: Limits, mode: str) -> None:
-        self.limits, self.mode = limits, mode
+    def __init__(self, host: str, config: dict, mode: str, seqpacket: bool, **bwrap_options) -> None:
+        self.host, self.config, self.mode = host, config, mode
+        self.seqpacket, self.bwrap_options = seqpacket, bwrap_options
         self.process: subprocess.Popen | None = None
         self.control: socket.socket | None = None
 
-    def _start(self) -> None:
-        ours, theirs = socket.socketpair()
-        config = sandbox.host_config(theirs.fileno(), self.limits, "judge", JUDGE_UID)
-        self.process = _spawn(sandbox.host_command("judge_host", config, self.mode),
-                              pass_fds=(theirs.fileno(),))
-        theirs.close()
-        self.control = ours
-
-    def submit(self, channel: socket.socket, job: socket.socket) -> None:
-        """Hand the judge one check's channel and job sockets."""
-        for attempt in range(2):
-            if self.process is None or self.process.poll() is not None:
-                self.close()
-                self._start()
-            try:
-                socket.send_fds(self.control, [b"J"], [channel.fileno(), job.fileno()])
-                return
-            except OSError:
-                if attempt:
-                    raise
-                self.close()
+    def ensure(self) -> socket.socket:
+        if self.process is None or self.process.poll() is not None:
+            self.close()
+            kind = socket.SOCK_SEQPACKET if self.seqpacket else socket.SOCK_STREAM
+            ours, theirs = socket.socketpair(socket.AF_UNIX, kind)
+            config = {**self.config, "fd": theirs.fileno()}
+            options = self.bwrap_options if self.mode != sandbox.UNSAFE else {}
+            self.process = _spawn(sandbox.host_command(self.host, config, self.mode, **options),
+                                  pass_fds=(theirs.fileno(),))
+            theirs.close()
+            self.control = ours
+        return self.control
 
     def close(self) -> None:
         if self.control is not None:
@@ -133,6 +126,69 @@ class JudgeServer:
         if self.process is not None:
             _reap(self.process)
             self.process = None
+
+
+class JudgeServer(_WarmSandbox):
+    """The trusted sandbox that runs test code (sandboxed/judge_host.py)."""
+
+    def __init__(self, limits: Limits, mode: str) -> None:
+        super().__init__("judge_host", sandbox.host_config(-1, limits, "judge", JUDGE_UID),
+                         mode, seqpacket=False)
+
+    def submit(self, channel: socket.socket, job: socket.socket) -> None:
+        """Hand the judge one check's channel and job sockets."""
+        for attempt in range(2):
+            try:
+                socket.send_fds(self.ensure(), [b"J"], [channel.fileno(), job.fileno()])
+                return
+            except OSError:
+                self.close()
+                if attempt:
+                    raise
+
+
+class Zygote(_WarmSandbox):
+    """The warm candidate sandbox (sandboxed/zygote.py): forks one confined child per check."""
+
+    REPLY_S = 10.0  # how long the zygote may take to answer before it is replaced
+
+    def __init__(self, mode: str, tmpfs_mb: int) -> None:
+        config = {"fd": -1, "tmpfs_mb": tmpfs_mb}
+        super().__init__("zygote", config, mode, seqpacket=True,
+                         root_caps=sandbox.ZYGOTE_CAPS, as_pid_1=True)
+
+    def _ask(self, message: dict, fds: list[int]) -> list:
+        control = self.ensure()
+        try:
+            socket.send_fds(control, [protocol.encode(message)], fds)
+            control.settimeout(self.REPLY_S + float(message.get("wait_s", 0)))
+            reply = protocol.decode(control.recv(1 << 16)[4:])
+        except (OSError, protocol.ProtocolError):
+            reply = None
+        if type(reply) is not list or not reply:
+            self.close()  # kills the whole sandbox, every process of the check with it
+            raise OSError("candidate sandbox stopped answering")
+        return reply
+
+    def start(self, mode: str, limits: Limits, fds: list[int]) -> None:
+        """Fork the check's process; fds: [channel] or [channel, stdin, stdout]."""
+        drop_uid = _drop_uid() if self.mode != sandbox.UNSAFE else None
+        job = {"op": "run", "mode": mode, "limits": asdict(limits), "drop_uid": drop_uid}
+        if self._ask(job, fds) != ["started"]:
+            self.close()
+            raise OSError("candidate sandbox refused the check")
+
+    def clean(self, wait_s: float = 0.0) -> int | None:
+        """Kill every process of the check (after waiting up to `wait_s` for the main one
+        to exit) and empty /tmp; the main process's exit code, if it exited."""
+        if self.process is None:
+            return None
+        reply = self._ask({"op": "reap", "wait_s": max(0.0, wait_s)}, [])
+        return reply[1] if len(reply) == 2 and type(reply[1]) is int else None
+
+
+def _drop_uid() -> int | None:
+    return sandbox.candidate_uid() if os.geteuid() == 0 else None
 
 
 def _read_result(job: socket.socket, deadline: float) -> dict | None:
@@ -154,17 +210,15 @@ def _read_result(job: socket.socket, deadline: float) -> dict | None:
     return None
 
 
-def run_function_check(judge: JudgeServer, code: str, spec: dict, limits: Limits,
-                       mode: str, timeout_s: float) -> dict:
+def run_function_check(judge: JudgeServer, zygote: Zygote, code: str, spec: dict,
+                       limits: Limits, timeout_s: float) -> dict:
     """Run `spec` (mode "check" or "asserts") against `code`; the judge's result dict,
     or {"status": "timeout"} when no verdict came back within the limit."""
     ours, theirs = socket.socketpair()
-    config = sandbox.host_config(theirs.fileno(), limits, "serve", sandbox.candidate_uid())
-    candidate = _spawn(sandbox.host_command("candidate_host", config, mode),
-                       pass_fds=(theirs.fileno(),))
-    theirs.close()
     job_ours, job_theirs = socket.socketpair()
     try:
+        zygote.start("serve", limits, [theirs.fileno()])
+        theirs.close()
         ours.sendall(protocol.encode(["load", code]))
         judge.submit(ours, job_theirs)
         job_theirs.close()
@@ -174,9 +228,9 @@ def run_function_check(judge: JudgeServer, code: str, spec: dict, limits: Limits
     except (OSError, protocol.ProtocolError) as exc:
         result = {"status": "sandbox_error", "message": str(exc)}
     finally:
-        for sock in (ours, job_ours, job_theirs):
+        for sock in (ours, theirs, job_ours, job_theirs):
             sock.close()
-        _reap(candidate)
+        zygote.clean()
     return result if result is not None else {"status": "timeout"}
 
 
@@ -190,61 +244,67 @@ class ProgramRun:
     overflowed: bool = False
 
 
-def run_program(code: str, stdin: bytes, limits: Limits, mode: str, timeout_s: float,
+def run_program(zygote: Zygote, code: str, stdin: bytes, limits: Limits, timeout_s: float,
                 output_cap: int) -> ProgramRun:
-    """Run `code` as a program on `stdin` in a fresh sandbox; stdout capped at `output_cap`."""
-    read_end, write_end = os.pipe()
-    config = sandbox.host_config(read_end, limits, "io", sandbox.candidate_uid())
-    process = _spawn(sandbox.host_command("candidate_host", config, mode), pass_fds=(read_end,),
-                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    os.close(read_end)
+    """Run `code` as a program on `stdin` in a fresh child; stdout capped at `output_cap`."""
+    deadline = time.monotonic() + timeout_s
+    program_read, program_write = os.pipe()
+    stdin_read, stdin_write = os.pipe()
+    stdout_read, stdout_write = os.pipe()
     try:
-        with open(write_end, "wb") as program:  # the host reads it all before anything else
+        zygote.start("io", limits, [program_read, stdin_read, stdout_write])
+    finally:
+        for fd in (program_read, stdin_read, stdout_write):
+            os.close(fd)
+    try:
+        with open(program_write, "wb") as program:  # the child reads it all first
             program.write(code.encode("utf-8"))
     except BrokenPipeError:
         pass
+    open_fds = {"stdin": stdin_write, "stdout": stdout_read}
     try:
-        return _pump(process, stdin, time.monotonic() + timeout_s, output_cap)
+        run = _pump(open_fds, stdin, deadline, output_cap)
     finally:
-        _reap(process)
+        for fd in open_fds.values():
+            os.close(fd)
+    exit_code = zygote.clean(wait_s=0.0 if run.timed_out or run.overflowed
+                             else deadline - time.monotonic())
+    run.exit_code = exit_code
+    if exit_code is None and not run.overflowed:
+        run.timed_out = True
+    return run
 
 
-def _pump(process: subprocess.Popen, stdin: bytes, deadline: float, cap: int) -> ProgramRun:
-    """Feed stdin and collect stdout until exit, deadline or cap, without blocking."""
+def _pump(fds: dict[str, int], stdin: bytes, deadline: float, cap: int) -> ProgramRun:
+    """Feed stdin and collect stdout until EOF, deadline or cap, without blocking.
+    Closes stdin once written (the program sees EOF) and drops it from `fds`."""
     out, pending = bytearray(), memoryview(stdin)
-    os.set_blocking(process.stdin.fileno(), False)
-    os.set_blocking(process.stdout.fileno(), False)
+    stdin_fd, stdout_fd = fds["stdin"], fds["stdout"]
+    os.set_blocking(stdin_fd, False)
+    os.set_blocking(stdout_fd, False)
     with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
+        selector.register(stdout_fd, selectors.EVENT_READ)
         if pending:
-            selector.register(process.stdin, selectors.EVENT_WRITE)
+            selector.register(stdin_fd, selectors.EVENT_WRITE)
         else:
-            process.stdin.close()
+            os.close(fds.pop("stdin"))
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 return ProgramRun(None, bytes(out), timed_out=True)
             for key, _ in selector.select(timeout=left):
-                if key.fileobj is process.stdin:
+                if key.fd == stdin_fd:
                     try:
-                        pending = pending[os.write(process.stdin.fileno(), pending[:65536]):]
+                        pending = pending[os.write(stdin_fd, pending[:65536]):]
                     except BrokenPipeError:
                         pending = pending[:0]
                     if not pending:
-                        selector.unregister(process.stdin)
-                        process.stdin.close()
+                        selector.unregister(stdin_fd)
+                        os.close(fds.pop("stdin"))
                     continue
-                chunk = os.read(process.stdout.fileno(), 65536)
+                chunk = os.read(stdout_fd, 65536)
                 if not chunk:
-                    selector.unregister(process.stdout)
-                    return ProgramRun(_wait_exit(process, deadline), bytes(out))
+                    return ProgramRun(None, bytes(out))
                 out += chunk
                 if len(out) > cap:
                     return ProgramRun(None, bytes(out[:cap]), overflowed=True)
-
-
-def _wait_exit(process: subprocess.Popen, deadline: float) -> int | None:
-    try:
-        return process.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        return None

@@ -47,8 +47,9 @@ class Limits:
     """Resource limits of one sandboxed process (set with setrlimit inside)."""
 
     cpu_s: int = 10          # RLIMIT_CPU: CPU seconds (SIGXCPU, then SIGKILL one later)
-    memory_mb: int = 1024    # RLIMIT_AS: address space
-    processes: int = 32      # RLIMIT_NPROC: processes + threads of the sandbox's uid
+    memory_mb: int = 512     # RLIMIT_AS: address space of each process
+    processes: int = 8       # RLIMIT_NPROC: processes + threads of the sandbox's uid;
+                             # with memory_mb it bounds a check's memory (8 x 512 MB)
     file_mb: int = 16        # RLIMIT_FSIZE: largest file it may write
     open_files: int = 64     # RLIMIT_NOFILE
     tmpfs_mb: int = 32       # size of the writable /tmp (RAM-backed, so capped)
@@ -86,15 +87,19 @@ def _dirs_above(path: str) -> list[str]:
     return [str(p) for p in parents]
 
 
-def bwrap_args(tmpfs_mb: int) -> list[str]:
-    """The isolation part of the command line (everything before `--`)."""
+def bwrap_args(tmpfs_mb: int, root_caps: tuple[str, ...] = ("CAP_SETUID", "CAP_SETGID"),
+               as_pid_1: bool = False) -> list[str]:
+    """The isolation part of the command line (everything before `--`). `root_caps`:
+    the capabilities the sandbox's first process keeps when we run as root (it drops
+    them with its uid before running anything untrusted)."""
     python, prefix = _python()
-    args = [find_bwrap(), "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+    args = [find_bwrap()] + (["--as-pid-1"] if as_pid_1 else []) + ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv",
             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
             "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONHASHSEED", "0"]
     if os.geteuid() == 0:
-        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        for cap in root_caps:
+            args += ["--cap-add", cap]
     else:
         args += ["--unshare-user", "--disable-userns"]
     for system_dir in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"):
@@ -106,25 +111,28 @@ def bwrap_args(tmpfs_mb: int) -> list[str]:
             args += ["--ro-bind", tree, tree]
     for hidden in _site_dirs(prefix):
         args += ["--tmpfs", hidden]
-    args += ["--ro-bind", str(SANDBOXED_DIR), MOUNT_POINT, "--dev", "/dev", "--proc", "/proc",
+    args += ["--ro-bind", str(SANDBOXED_DIR), MOUNT_POINT, "--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc",
              "--size", str(tmpfs_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp",
              "--remount-ro", "/", "--chdir", "/tmp"]
     return args
 
 
-def host_command(host: str, config: dict, mode: str = "bwrap") -> list[str]:
-    """Command line that starts `sandboxed/<host>.py` with `config` (JSON) confined."""
+ZYGOTE_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
+
+
+def host_command(host: str, config: dict, mode: str = "bwrap", **bwrap_options) -> list[str]:
+    """Command line that starts `sandboxed/<host>.py` with `config` (JSON) in a sandbox."""
     root = MOUNT_POINT if mode != UNSAFE else str(SANDBOXED_DIR)
     launcher = (f"import sys, json; sys.path.insert(0, {root!r}); import protocol, confine, "
                 f"{host}; {host}.main(protocol, confine, json.loads(sys.argv[1]))")
     python = [_python()[0], "-I", "-S", "-B", "-c", launcher, json.dumps(config)]
     if mode == UNSAFE:
         return python
-    return bwrap_args(config["limits"]["tmpfs_mb"]) + ["--"] + python
+    return bwrap_args(config["tmpfs_mb"], **bwrap_options) + ["--"] + python
 
 
 def host_config(fd: int, limits: Limits, mode: str, drop_uid: int | None) -> dict:
-    return {"fd": fd, "mode": mode, "limits": asdict(limits),
+    return {"fd": fd, "mode": mode, "limits": asdict(limits), "tmpfs_mb": limits.tmpfs_mb,
             "drop_uid": drop_uid if os.geteuid() == 0 else None}
 
 

@@ -16,13 +16,14 @@ See docs/CODE_SANDBOX.md for the threat model.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Any
 
 from rlvr.verifiers.base import InvalidReference, Verdict
 from rlvr.verifiers.code.extraction import extract_code
 from rlvr.verifiers.code.io_compare import outputs_match
-from rlvr.verifiers.code.runner import JudgeServer, run_function_check, run_program
+from rlvr.verifiers.code.runner import JudgeServer, Zygote, run_function_check, run_program
 from rlvr.verifiers.code.sandbox import UNSAFE, Limits, probe
 
 MAX_TIMEOUT_S = 30.0     # keep the registry's per-item limit (60 s) above any check
@@ -64,13 +65,17 @@ class CodeVerifier:
 
     name = "code"
 
-    def __init__(self, sandbox: str = "bwrap", timeout_s: float = 6.0, memory_mb: int = 1024) -> None:
+    def __init__(self, sandbox: str = "bwrap", timeout_s: float = 6.0, memory_mb: int = 512) -> None:
         if sandbox not in ("bwrap", UNSAFE):
             raise ValueError(f"code: sandbox must be 'bwrap' or {UNSAFE!r}, got {sandbox!r}")
         self.mode, self.timeout_s, self.memory_mb = sandbox, float(timeout_s), int(memory_mb)
         if self.mode == "bwrap":
             probe()  # refuse now, with the reason, rather than score everything 0
-        self._judge = JudgeServer(Limits(cpu_s=3600, processes=64), self.mode)
+        self._judge = JudgeServer(Limits(cpu_s=3600, memory_mb=1024, processes=1024), self.mode)
+        self._zygote = Zygote(self.mode, Limits().tmpfs_mb)
+        # One check at a time per instance: the two sandboxes serve one check each.
+        # (VerifierPool runs one instance per worker process, so this never waits there.)
+        self._lock = threading.Lock()
 
     def check_reference(self, reference: Any) -> None:
         if not isinstance(reference, dict):
@@ -96,10 +101,14 @@ class CodeVerifier:
             _check_io_cases(reference["io"])
             _number(reference, "float_tolerance", 0.0, 1.0)
         _number(reference, "timeout", 0.1, MAX_TIMEOUT_S)
-        _number(reference, "memory_mb", 64, 4096)
+        _number(reference, "memory_mb", 64, 2048)
 
     def verify(self, completion: str, reference: Any) -> Verdict:
         self.check_reference(reference)
+        with self._lock:
+            return self._verify(completion, reference)
+
+    def _verify(self, completion: str, reference: Any) -> Verdict:
         code = extract_code(completion)
         if code is None:
             return Verdict.wrong("no_code")
@@ -118,7 +127,7 @@ class CodeVerifier:
             spec = {"mode": "asserts", "asserts": reference["asserts"],
                     "setup": reference.get("setup") or ""}
         program = f"{prompt}\n{code}" if prompt else code
-        result = run_function_check(self._judge, program, spec, limits, self.mode, timeout_s)
+        result = run_function_check(self._judge, self._zygote, program, spec, limits, timeout_s)
         return _function_verdict(result, timeout_s)
 
     def _verify_io(self, code: str, reference: dict, limits: Limits, timeout_s: float) -> Verdict:
@@ -130,7 +139,7 @@ class CodeVerifier:
                 outcomes.append("timeout")
                 continue
             cap = max(1 << 16, 2 * len(case["output"]) + 4096)
-            run = run_program(code, case["input"].encode("utf-8"), limits, self.mode, left, cap)
+            run = run_program(self._zygote, code, case["input"].encode("utf-8"), limits, left, cap)
             if run.timed_out:
                 outcomes.append("timeout")
             elif run.overflowed:
@@ -150,6 +159,7 @@ class CodeVerifier:
 
     def close(self) -> None:
         self._judge.close()
+        self._zygote.close()
 
     def __del__(self) -> None:
         try:

@@ -13,6 +13,7 @@ Serve mode messages (judge -> candidate, over the channel fd):
                             it; ["end"] makes it exit and the parent replies ["ended", code]
 IO mode: read the program from the channel fd, then run it as __main__ on the real
 stdin/stdout; the verifier compares the output.
+`run` is the entry point of each check's process, forked by zygote.py.
 """
 
 from __future__ import annotations
@@ -71,20 +72,33 @@ def _load(proto, fd: int) -> dict:
     return namespace
 
 
-def _run_program(fd: int) -> None:
+def _run_program(fd: int) -> int:
+    """IO mode: the program arrives on `fd`; it runs as __main__ on the real stdin/stdout.
+    Returns the exit code the program chose (1 for an uncaught exception)."""
     chunks = []
     while chunk := os.read(fd, 1 << 16):
         chunks.append(chunk)
     os.close(fd)
-    source = b"".join(chunks).decode("utf-8")
-    code = compile(source, "<program>", "exec")
-    exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
+    try:
+        code = compile(b"".join(chunks).decode("utf-8"), "<program>", "exec")
+        exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
+        status = 0
+    except SystemExit as exc:
+        status = exc.code if type(exc.code) is int else (0 if exc.code is None else 1)
+    except BaseException:
+        status = 1
+    try:
+        sys.stdout.flush()
+    except BaseException:
+        status = 1
+    return status
 
 
-def main(proto, confine, config: dict) -> None:
-    confine.confine(config)
-    fd = config["fd"]
-    if config["mode"] == "io":
-        _run_program(fd)
-        return
-    _serve(proto, fd, _load(proto, fd))
+def run(proto, confine, job: dict, channel: int) -> int:
+    """Entry point of a freshly forked check process (see zygote.py): confine, then run
+    the model's code in serve or IO mode. Returns the exit status."""
+    confine.confine(job)
+    if job["mode"] == "io":
+        return _run_program(channel)
+    _serve(proto, channel, _load(proto, channel))
+    return 0

