@@ -14,6 +14,7 @@ from typing import Any
 
 
 from rlvr.models import ModelNotFound, resolve_model
+from rlvr.models.lora import is_adapter_dir
 
 
 class ModelSourceError(ValueError):
@@ -84,7 +85,7 @@ def resolve(path: str | Path, base: str | Path | None = None) -> ModelSource:
     target = Path(path)
     if target.is_dir() and (target / "checkpoints").is_dir() and not _is_loadable(target):
         target = latest_checkpoint(target)
-    if (target / "adapter_config.json").is_file():
+    if is_adapter_dir(target):
         return ModelSource("lora", target, _adapter_base(target, base))
     try:
         return ModelSource("hf", resolve_model(target))
@@ -100,15 +101,14 @@ def load(source: ModelSource, dtype: Any = None, device: str = "cpu") -> tuple[A
 
     kwargs: dict[str, Any] = {"dtype": dtype} if dtype is not None else {}
     if source.kind == "lora":
-        try:
-            from peft import PeftModel
-        except ImportError:
-            raise ModelSourceError(f"{source.path}: loading a LoRA adapter needs peft "
-                                   "(pip install 'rlvr[lora]')") from None
+        from rlvr.models.lora import load_with_adapter
+
         tok_dir = source.path if (source.path / "tokenizer_config.json").is_file() else source.base
         tokenizer = AutoTokenizer.from_pretrained(tok_dir)
-        base = AutoModelForCausalLM.from_pretrained(source.base, **kwargs)
-        model = PeftModel.from_pretrained(base, source.path).merge_and_unload()
+        try:
+            model = load_with_adapter(source.base, source.path, **kwargs).merge_and_unload()
+        except ImportError as exc:
+            raise ModelSourceError(f"{source.path}: {exc}") from None
     else:
         tokenizer = AutoTokenizer.from_pretrained(source.path)
         model = AutoModelForCausalLM.from_pretrained(source.path, **kwargs)
