@@ -74,3 +74,17 @@ def test_cli_bad_inputs_exit_2(tiny_run, tmp_path):
     assert result.returncode == 2 and "not found" in result.stderr
     result = run_cli("eval", str(tiny_run), "--dataset", "gsm8k", "--k", "0", timeout=60)
     assert result.returncode == 2 and "--k" in result.stderr
+
+
+def test_cli_humaneval_plain_prompts_stop_at_the_next_top_level_statement(tiny_run, tmp_path):
+    out = tmp_path / "he.json"
+    result = run_cli("eval", str(tiny_run), "--dataset", "humaneval", "--limit", "1",
+                     "--max-new-tokens", "4", "--output", str(out), "--workers", "1",
+                     "--quiet", timeout=240)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert "\ndef" in data["config"]["stop"] and data["config"]["prompt"]["style"] == "plain"
+    attempt = data["attempts"][0]
+    # graded in the code sandbox (a 4-character body fails; it is not a harness error)
+    assert attempt["verdict"]["reason"] not in ("error", "timeout", "invalid_reference")
+    assert data["records"][0]["reference"]["entry_point"] == "has_close_elements"

@@ -60,7 +60,8 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p.add_argument("--system-prompt", default=None, help="chat style: system message")
     p.add_argument("--instruction", default=None, help="answer-format instruction added to "
                    "every prompt (benchmarks already ask for \\boxed{} / code)")
-    p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
+    p.add_argument("--stop", action="append", default=None, help="stop string (repeatable; "
+                   "default for plain prompts: the benchmark's, e.g. HumanEval's '\\ndef')")
     p.add_argument("--samples", default=None, help="grade the completions in this JSONL "
                    "instead of generating (no model)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress line")
@@ -175,8 +176,9 @@ def _grade(args: argparse.Namespace, settings: Any, records: list,
 
 def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: list,
               categories: tuple[str, ...], output: Path, run_dir: Path | None) -> int:
-    from dataclasses import asdict
+    from dataclasses import asdict, replace
 
+    from rlvr.evaluation.datasets import plain_stops
     from rlvr.evaluation.model_source import load
     from rlvr.evaluation.progress import Progress
     from rlvr.data.prompts import PromptRenderer
@@ -192,6 +194,8 @@ def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: lis
     engine = HFRolloutEngine(model, tokenizer)
     prompt = _prompt_config(tokenizer, run_dir, style=args.prompt_style, template=args.template,
                             system_prompt=args.system_prompt, instruction=args.instruction)
+    if args.stop is None and prompt.style == "plain":
+        settings = replace(settings, stop=plain_stops(args.dataset))
     info = {"dataset": args.dataset, "model": source.describe(), "limit": args.limit,
             "prompt": asdict(prompt)}
     progress = Progress(label=f"eval {args.dataset}", enabled=not args.quiet)

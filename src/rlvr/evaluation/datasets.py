@@ -146,6 +146,19 @@ def load_humaneval(path: str | None = None, limit: int | None = None) -> list[Ta
             for p in problems]
 
 
+# Stop strings for completion-style (plain) prompting, where the model continues the
+# text: HumanEval's function body ends at the next top-level statement (the stop set
+# of Chen et al. 2021, section 2.3). Not for chat prompting, where the answer is a
+# fenced block that starts with "def".
+PLAIN_STOPS: dict[str, tuple[str, ...]] = {
+    HUMANEVAL: ("\nclass", "\ndef", "\n#", "\nif", "\nprint"),
+}
+
+
+def plain_stops(name: str) -> tuple[str, ...]:
+    return PLAIN_STOPS.get(name, ())
+
+
 def categories_for(name: str) -> tuple[str, ...]:
     bench = BENCHMARKS.get(name)
     return bench.categories if bench else ()
