@@ -74,6 +74,10 @@ def test_cli_bad_inputs_exit_2(tiny_run, tmp_path):
     assert result.returncode == 2 and "not found" in result.stderr
     result = run_cli("eval", str(tiny_run), "--dataset", "gsm8k", "--k", "0", timeout=60)
     assert result.returncode == 2 and "--k" in result.stderr
+    # the tiny tokenizer has no chat template
+    result = run_cli("eval", str(tiny_run), "--dataset", "gsm8k", "--prompt-style", "chat",
+                     "--limit", "1", timeout=120)
+    assert result.returncode == 2 and "chat template" in result.stderr
 
 
 def test_cli_humaneval_plain_prompts_stop_at_the_next_top_level_statement(tiny_run, tmp_path):

@@ -178,22 +178,28 @@ def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: lis
               categories: tuple[str, ...], output: Path, run_dir: Path | None) -> int:
     from dataclasses import asdict, replace
 
+    from transformers.utils import logging as hf_logging
+
+    from rlvr.data.prompts import PromptRenderer
     from rlvr.evaluation.datasets import plain_stops
     from rlvr.evaluation.model_source import load
     from rlvr.evaluation.progress import Progress
-    from rlvr.data.prompts import PromptRenderer
     from rlvr.evaluation.report import format_table, write_results
     from rlvr.evaluation.runner import evaluate
     from rlvr.rollout.hf import HFRolloutEngine
     from rlvr.verifiers.pool import VerifierPool
 
-    from transformers.utils import logging as hf_logging
-
     hf_logging.disable_progress_bar()  # our own progress line is enough
     model, tokenizer = load(source, device=args.device)
-    engine = HFRolloutEngine(model, tokenizer)
-    prompt = _prompt_config(tokenizer, run_dir, style=args.prompt_style, template=args.template,
-                            system_prompt=args.system_prompt, instruction=args.instruction)
+    try:  # a bad run config.yaml or a chat style without a chat template
+        prompt = _prompt_config(tokenizer, run_dir, style=args.prompt_style,
+                                template=args.template, system_prompt=args.system_prompt,
+                                instruction=args.instruction)
+        render = PromptRenderer(tokenizer, prompt.style, prompt.template, prompt.system_prompt,
+                                prompt.instruction).render
+    except ValueError as exc:
+        print(f"rlvr eval: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.stop is None and prompt.style == "plain":
         settings = replace(settings, stop=plain_stops(args.dataset))
     info = {"dataset": args.dataset, "model": source.describe(), "limit": args.limit,
@@ -201,11 +207,9 @@ def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: lis
     progress = Progress(label=f"eval {args.dataset}", enabled=not args.quiet)
     with VerifierPool(workers=args.workers,
                       preload=sorted({r.verifier for r in records})) as pool:
-        render = PromptRenderer(tokenizer, prompt.style, prompt.template, prompt.system_prompt,
-                                prompt.instruction).render
-        result = evaluate(engine, records, render, settings, pool=pool,
-                          categories=categories, progress=progress, info=info)
+        result = evaluate(HFRolloutEngine(model, tokenizer), records, render,
+                          settings, pool=pool, categories=categories, progress=progress,
+                          info=info)
     print(format_table(result))
-    path = write_results(result, output)
-    print(f"results: {path}")
+    print(f"results: {write_results(result, output)}")
     return 0
