@@ -14,7 +14,8 @@ from rlvr.evaluation.datasets import (MATH_INSTRUCTION, DatasetError, load_bench
 @pytest.mark.parametrize("name, count", [("gsm8k", 1319), ("math500", 500), ("aime24", 30),
                                          ("amc23", 40), ("ifeval", 541), ("humaneval", 164)])
 def test_every_benchmark_loads_whole(shared_data, name, count):
-    records = load_benchmark(name, shared_data, check=False)
+    # check=True: every reference passes its verifier's check_reference
+    records = load_benchmark(name, shared_data, check=True)
     assert len(records) == count
     assert len({r.id for r in records}) == count
 
@@ -60,3 +61,25 @@ def test_task_file_by_path_and_clear_errors(tmp_path):
         load_dataset(str(path))
     with pytest.raises(DatasetError, match="neither a benchmark"):
         load_dataset("no-such-benchmark")
+
+
+def test_published_gold_solutions_pass_their_own_references(shared_data):
+    """The loaders' references against the datasets' own worked solutions, graded by the
+    math verifier: every GSM8K solution ("... #### 18") passes, and all but a handful of
+    MATH-500 solutions (two box an equation chain or offer "15 39/40 or 639/40", which
+    the verifier rightly refuses)."""
+    from rlvr.evaluation.runner import EvalSettings, grade_samples
+    from rlvr.verifiers.pool import VerifierPool
+
+    rows = {name: [json.loads(line) for line in (shared_data / path).open()]
+            for name, path in [("gsm8k", "gsm8k/test.jsonl"), ("math500", "math500/test.jsonl")]}
+    with VerifierPool(workers=2, preload=["math"]).start() as pool:
+        rates = {}
+        for name, field in [("gsm8k", "answer"), ("math500", "solution")]:
+            records = load_benchmark(name, shared_data)
+            solutions = {r.id: [row[field]] for r, row in zip(records, rows[name])}
+            result = grade_samples(records, solutions, EvalSettings(greedy=False, n=1),
+                                   pool=pool)
+            rates[name] = result.metrics["pass@1"]
+    assert rates["gsm8k"] == 1.0
+    assert rates["math500"] >= 0.99
