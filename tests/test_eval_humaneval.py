@@ -118,3 +118,14 @@ def test_cli_grades_the_same_samples_file(graded, tmp_path):
     assert metrics["pass@1"] == pytest.approx(theirs["pass@1"], abs=1e-12)
     assert metrics["pass@3"] == pytest.approx(theirs["pass@3"], abs=1e-12)
     assert metrics["count"] == len(TASKS)
+
+
+def test_every_canonical_solution_passes_in_the_sandbox():
+    # all 164 problems as loaded (prompt in the reference, completion = the body)
+    problems = read_problems()
+    records = load_humaneval()
+    result = grade_samples(records, {r.id: [problems[r.id]["canonical_solution"]]
+                                     for r in records}, EvalSettings(greedy=False, n=1))
+    assert result.metrics["count"] == 164
+    assert result.metrics["pass@1"] == 1.0, [
+        (a.record_id, a.verdict.reason) for a in result.attempts if not a.verdict.passed][:5]
