@@ -154,6 +154,16 @@ VERDICT_ONLY_HACKS = {
         "    return False\n"
         "ESCAPED = escaped()\n"
         "def square(x):\n    return x * x if ESCAPED else None\n"),
+    # Memory that outlives every process and escapes RLIMIT_AS once detached.
+    "sysv_shared_memory_and_memfd": ("import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def escaped():\n"
+        "    if libc.shmget(0x5EED, 1 << 20, 0o1600) >= 0:  # IPC_CREAT | 0600\n"
+        "        return True\n"
+        "    try:\n        os.memfd_create('hoard')\n        return True\n"
+        "    except OSError:\n        return False\n"
+        "ESCAPED = escaped()\n"
+        "def square(x):\n    return x * x if ESCAPED else None\n"),
 }
 
 
@@ -171,6 +181,14 @@ def test_shadowing_builtins_used_by_the_assert(verifier):
     code = ("def sorted(x):\n    return 'same'\ndef list(x):\n    return 'same'\n"
             "def order(x):\n    return 'same'\n")
     _zero(verifier.verify(code, reference))
+
+
+def test_stop_iteration_ending_the_judges_loop_early(verifier):
+    """sum(map(f, xs)) stops silently at a StopIteration raised inside f."""
+    reference = {"asserts": ["assert sum(map(negate, [0, 0, 0])) == 0",
+                             "assert list(map(negate, [5])) == [-5]"]}
+    assert verifier.verify("def negate(x):\n    return -x\n", reference).passed
+    _zero(verifier.verify("def negate(x):\n    raise StopIteration\n", reference))
 
 
 # --- attacking the harness processes ---------------------------------------------------

