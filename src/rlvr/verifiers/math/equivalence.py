@@ -18,6 +18,7 @@ from rlvr.verifiers.math.safety import MAX_NODES, node_count
 from rlvr.verifiers.math.structure import Shape
 
 ORDERED_KINDS = ("ordered", "matrix", "row")
+_NAMED_LHS = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?(?:\^\{?-1\}?)?\s*(?:\(\s*[\w\s,+\-]*\))?$")
 COLLECTION_KINDS = ("set", "list")
 
 
@@ -176,6 +177,8 @@ class Comparer:
         lhs = relation.parts[0]
         if lhs.kind != "expr":
             return False
+        if _NAMED_LHS.match(lhs.text):  # `f(x) =`, `P(3) =`, `a_n =`: naming the value
+            return True
         parsed = parse_expression(lhs.text)
         return parsed is not None and isinstance(parsed.tree, sympy.Symbol)
 

@@ -127,6 +127,14 @@ class MathVerifier:
             candidates = [bare] if bare else []
         return candidates
 
+    def _same_answer(self, first: str, second: str) -> bool:
+        """Two stated answers are the same value (under the time budget)."""
+        try:
+            with time_budget(self.time_budget_s):
+                return Comparer().equal(_read(first)[1], _read(second)[1])
+        except BudgetExceeded:
+            return False
+
     def verify(self, completion: str, reference: Any) -> Verdict:
         gold_norm, gold = _read(_gold_text(reference))
         candidates = self._candidates(completion or "")
@@ -143,7 +151,7 @@ class MathVerifier:
             return Verdict.wrong("no_answer", empty_box=True, **details)
         multi_valued = gold.kind in COLLECTION_KINDS
         hedge = hedge_reason(completion, candidates, group, alternatives_allowed=multi_valued,
-                             gold_values=len(flat_items(gold)))
+                             gold_values=len(flat_items(gold)), same_answer=self._same_answer)
         if hedge:
             return Verdict.wrong("hedged", hedge=hedge, **details)
         answer_norm, answer = _read(answer_text, or_separates=multi_valued)
