@@ -1,0 +1,56 @@
+"""`rlvr sft`: supervised warm-start on worked examples, saved as a Hugging Face model dir.
+
+Uses the same config as `rlvr train` (its `model`, `data`, `prompt` and `sft` sections):
+
+    rlvr sft                                  # the demo's warm-start on the tiny model
+    rlvr sft sft.steps=500 --run-dir runs/sft # then: rlvr train model.path=runs/sft/model sft.steps=0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rlvr.cli.train import EXIT_CONFIG, add_common_arguments, load_cli_config
+
+
+def add_parser(sub: Any, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rlvr.config import ConfigError, describe_config, save_config
+    from rlvr.runs import Progress, RunDir, default_run_dir
+    from rlvr.training.config import TrainConfig
+    from rlvr.training.run import seed_everything
+    from rlvr.training.setup import load_data, load_policy, prompt_renderer
+    from rlvr.training.sft import supervised_warmstart
+
+    if args.describe:
+        print("\n".join(describe_config(TrainConfig)))
+        return 0
+    try:
+        cfg = load_cli_config(args)
+    except ConfigError as exc:
+        print(f"rlvr sft: config error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    run = RunDir(Path(args.run_dir) if args.run_dir else default_run_dir(f"{cfg.name}-sft"))
+    run.path.mkdir(parents=True, exist_ok=True)
+    save_config(cfg, run.config)
+    progress = Progress(cfg.sft.steps, quiet=args.quiet)
+    seed_everything(cfg.seed)
+    model, tokenizer = load_policy(cfg.model, cfg.seed)
+    records, _ = load_data(cfg.data, cfg.seed)
+    stats = supervised_warmstart(model, tokenizer, prompt_renderer(cfg.prompt, tokenizer),
+                                 records, cfg.sft, cfg.seed + cfg.sft.seed_offset,
+                                 progress.message)
+    model.save_pretrained(run.path / "model")
+    tokenizer.save_pretrained(run.path / "model")
+    run.write_summary({"sft": stats, "model": str(run.path / "model")})
+    print(json.dumps({"model": str(run.path / "model"), **stats}))
+    return 0

@@ -1,0 +1,81 @@
+"""Pack sampled completions into the tensors the update needs, and score them.
+
+Layout: prompts left-padded to P columns, completions right-padded to T columns, so
+column P + t holds completion token t of every row and the logits that predict it sit
+at column P + t - 1. Per-token tensors of the loss are then plain [B, T].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from rlvr.algorithms import token_entropy, token_logprobs
+from rlvr.rollout.base import Completion
+
+
+@dataclass
+class PackedBatch:
+    input_ids: torch.Tensor       # [B, P+T] prompt (left-padded) + completion (right-padded)
+    attention_mask: torch.Tensor  # [B, P+T] 1 = real token
+    position_ids: torch.Tensor    # [B, P+T]
+    completion_ids: torch.Tensor  # [B, T]
+    mask: torch.Tensor            # [B, T] 1 = completion token
+    old_logprobs: torch.Tensor    # [B, T] sampler log-probs (0 on padding)
+    truncated: torch.Tensor       # [B] bool
+
+    @property
+    def width(self) -> int:
+        return self.completion_ids.shape[1]
+
+    def rows(self, index: torch.Tensor | slice) -> "PackedBatch":
+        return PackedBatch(*(t[index] for t in (self.input_ids, self.attention_mask,
+                                                 self.position_ids, self.completion_ids,
+                                                 self.mask, self.old_logprobs,
+                                                 self.truncated)))
+
+
+def pack(completions: Sequence[Completion], pad_id: int, device: torch.device) -> PackedBatch:
+    batch = len(completions)
+    prompt_width = max(len(c.prompt_ids) for c in completions)
+    width = max(1, max(len(c.token_ids) for c in completions))
+    ids = torch.full((batch, prompt_width + width), pad_id, dtype=torch.long)
+    attention = torch.zeros((batch, prompt_width + width), dtype=torch.long)
+    old = torch.zeros((batch, width), dtype=torch.float32)
+    for i, c in enumerate(completions):
+        start = prompt_width - len(c.prompt_ids)
+        ids[i, start:prompt_width] = torch.tensor(c.prompt_ids, dtype=torch.long)
+        ids[i, prompt_width:prompt_width + len(c.token_ids)] = torch.tensor(c.token_ids,
+                                                                             dtype=torch.long)
+        attention[i, start:prompt_width + len(c.token_ids)] = 1
+        if c.logprobs:
+            old[i, :len(c.logprobs)] = torch.tensor(c.logprobs, dtype=torch.float32)
+    positions = (attention.cumsum(-1) - 1).clamp(min=0)  # [B, P+T]
+    truncated = torch.tensor([c.truncated for c in completions], dtype=torch.bool)
+    return PackedBatch(ids.to(device), attention.to(device), positions.to(device),
+                       ids[:, prompt_width:].to(device), attention[:, prompt_width:].to(device),
+                       old.to(device), truncated.to(device))
+
+
+def completion_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
+    """Logits predicting each completion token: [B, T, V] (only T+1 positions computed)."""
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                position_ids=batch.position_ids, logits_to_keep=batch.width + 1)
+    return out.logits[:, :-1]  # [B, T, V]
+
+
+def score(model: Any, batch: PackedBatch, temperature: float,
+          with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(log-probs [B, T] of the completion tokens under softmax(logits / temperature),
+    entropy [B, T] or None). Differentiable when called with grad enabled."""
+    logits = completion_logits(model, batch)  # [B, T, V]
+    logprobs = token_logprobs(logits, batch.completion_ids, temperature)  # [B, T]
+    entropy = token_entropy(logits, temperature) if with_entropy else None
+    return logprobs, entropy
+
+
+def entropy_metric(model_logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    with torch.no_grad():
+        return token_entropy(model_logits.detach(), temperature)

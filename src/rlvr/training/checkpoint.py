@@ -1,0 +1,96 @@
+"""Checkpoints: a Hugging Face model dir plus everything needed to continue exactly.
+
+    checkpoints/step-000040/
+        config.json, model.safetensors, tokenizer files   (from_pretrained loads them)
+        trainer_state.pt   optimizer, scheduler, torch RNG state
+        state.json         step, data position, python/numpy RNG states, extra run state
+
+A checkpoint is written into a hidden temp dir and renamed into place, so a run killed
+mid-write leaves either the previous checkpoint or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+PREFIX = "step-"
+
+
+def capture_rng() -> dict[str, Any]:
+    state = np.random.get_state()
+    return {"python": _jsonable(random.getstate()),
+            "numpy": [state[0], state[1].tolist(), int(state[2]), int(state[3]), float(state[4])]}
+
+
+def restore_rng(saved: dict[str, Any], torch_state: torch.Tensor,
+                cuda_states: list[torch.Tensor] | None) -> None:
+    py = saved["python"]
+    random.setstate((py[0], tuple(py[1]), py[2]))
+    kind, keys, pos, has_gauss, cached = saved["numpy"]
+    np.random.set_state((kind, np.array(keys, dtype=np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(torch_state)
+    if cuda_states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(cuda_states)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def save_checkpoint(directory: Path, step: int, model: Any, tokenizer: Any,
+                    optimizer: torch.optim.Optimizer, scheduler: Any,
+                    state: dict[str, Any], keep: int = 0) -> Path:
+    """Write checkpoint `step` under `directory` atomically; keep the newest `keep` (0 = all)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    final = directory / f"{PREFIX}{step:06d}"
+    staging = directory / f".tmp-{PREFIX}{step:06d}"
+    shutil.rmtree(staging, ignore_errors=True)
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
+               staging / "trainer_state.pt")
+    (staging / "state.json").write_text(json.dumps({"step": step, **state, "rng": capture_rng()}),
+                                        encoding="utf-8")
+    if final.exists():  # re-saving a step (e.g. the final one): replace it
+        shutil.rmtree(final)
+    staging.rename(final)
+    if keep > 0:
+        for old in list_checkpoints(directory)[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def list_checkpoints(directory: Path) -> list[Path]:
+    """Complete checkpoints, oldest first (temp dirs of interrupted writes are ignored)."""
+    if not directory.is_dir():
+        return []
+    found = [p for p in directory.iterdir() if p.is_dir() and p.name.startswith(PREFIX)
+             and (p / "state.json").exists()]
+    return sorted(found, key=lambda p: int(p.name[len(PREFIX):]))
+
+
+def latest_checkpoint(directory: Path) -> Path | None:
+    found = list_checkpoints(directory)
+    return found[-1] if found else None
+
+
+def load_trainer_state(checkpoint: Path, optimizer: torch.optim.Optimizer,
+                       scheduler: Any) -> dict[str, Any]:
+    """Restore optimizer, scheduler and every RNG from `checkpoint`; return state.json."""
+    blob = torch.load(checkpoint / "trainer_state.pt", map_location="cpu", weights_only=True)
+    optimizer.load_state_dict(blob["optimizer"])
+    scheduler.load_state_dict(blob["scheduler"])
+    state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
+    restore_rng(state["rng"], blob["torch_rng"], blob["cuda_rng"])
+    return state

@@ -1,0 +1,208 @@
+"""The trainer's typed config, declared once; every field documented where declared.
+
+`rlvr train` with no arguments runs these defaults: the embedded arithmetic demo (a tiny
+Llama built locally, a short supervised warm-start, then RLVR with the "exact"
+verifier). Point `model.path` and `data.path` elsewhere for real runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rlvr.config import ConfigError
+from rlvr.data.loading import FieldMapping
+
+
+def _doc(help_text: str, **kwargs):
+    return field(metadata={"help": help_text}, **kwargs)
+
+
+@dataclass
+class TinyModelConfig:
+    """Shape of the tiny Llama built when model.path is empty."""
+
+    hidden_size: int = _doc("width of the tiny model", default=128)
+    intermediate_size: int = _doc("MLP width of the tiny model", default=384)
+    num_layers: int = _doc("transformer blocks", default=4)
+    num_heads: int = _doc("attention heads", default=4)
+    max_positions: int = _doc("longest prompt + completion, in characters", default=64)
+
+
+@dataclass
+class ModelConfig:
+    path: str = _doc("HF model dir, .gguf file or packaged alias (see rlvr.models); empty: "
+                     "build the tiny character-level Llama of `tiny`", default="")
+    tiny: TinyModelConfig = _doc("tiny model shape (used when path is empty)",
+                                 default_factory=TinyModelConfig)
+    device: str = _doc("torch device: cpu, cuda, cuda:1 ... or auto", default="cpu")
+    dtype: Literal["float32", "bfloat16", "float16"] = _doc("parameter dtype",
+                                                             default="float32")
+    threads: int = _doc("torch CPU threads (0 = torch's default). 1 suits the tiny model: "
+                        "its matrices are too small to split, and verifier workers need "
+                        "a core", default=1)
+
+
+@dataclass
+class ArithmeticConfig:
+    """The built-in procedural task (rlvr.data.arithmetic), used when data.path is empty."""
+
+    min_digits: int = _doc("fewest digits per operand", default=2)
+    max_digits: int = _doc("most digits per operand", default=2)
+    ops: tuple[str, ...] = _doc("operators drawn uniformly, from + - * (worked solutions "
+                                 "exist for + only)", default=("+",))
+    template: str = _doc("problem text; fields {a} {op} {b}", default="{a}{op}{b}=")
+    train_size: int = _doc("distinct training problems generated", default=6000)
+
+
+@dataclass
+class DataConfig:
+    path: str = _doc("training records (JSONL/JSON/Parquet/saved datasets dir); empty: the "
+                     "arithmetic task", default="")
+    eval_path: str = _doc("held-out records for before/after evaluation (empty: the "
+                          "arithmetic test split, or no evaluation for file data)", default="")
+    mapping: FieldMapping = _doc("which source fields hold prompt/reference/verifier/id "
+                                 "(see rlvr.data.loading.FieldMapping)",
+                                 default_factory=FieldMapping)
+    default_verifier: str = _doc("verifier for rows that name none", default="exact")
+    arithmetic: ArithmeticConfig = _doc("the built-in task",
+                                        default_factory=ArithmeticConfig)
+    eval_size: int = _doc("held-out problems evaluated (0 = all of eval_path)", default=200)
+
+
+@dataclass
+class PromptConfig:
+    style: Literal["plain", "chat"] = _doc("plain: fill `template`; chat: the tokenizer's "
+                                           "chat template", default="plain")
+    template: str = _doc("plain style: fields {bos} (tokenizer BOS text), {prompt}, "
+                         "{instruction}", default="{bos}{prompt}")
+    system_prompt: str = _doc("chat style: system message (empty = none)", default="")
+    instruction: str = _doc("answer-format instruction appended to the problem (chat) or "
+                            "put in {instruction} (plain)", default="")
+
+
+@dataclass
+class SamplingConfig:
+    prompts_per_step: int = _doc("problems per generation batch", default=32)
+    group_size: int = _doc("completions sampled per problem (G)", default=8)
+    max_new_tokens: int = _doc("completion length limit, in tokens", default=28)
+    temperature: float = _doc("sampling temperature (> 0 for training)", default=1.0)
+    top_p: float = _doc("nucleus sampling mass (1 = off)", default=1.0)
+    top_k: int = _doc("keep the k most likely tokens (0 = off)", default=0)
+    stop: list[str] = _doc("stop strings; the completion is cut before them",
+                           default_factory=list)
+    max_batch_rows: int = _doc("rows decoded together by the rollout engine", default=512)
+
+    def validate(self) -> None:
+        if self.temperature <= 0:
+            raise ConfigError("must be > 0 for RL sampling (greedy has no log-probs)",
+                              "temperature")
+        if self.group_size < 2:
+            raise ConfigError("needs at least 2 samples per problem for group advantages",
+                              "group_size")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError("must be in (0, 1]", "top_p")
+
+
+@dataclass
+class RewardConfig:
+    verifier: str = _doc("verifier for every record (registry name or module:Class); empty "
+                         "= each record's own", default="")
+    workers: int = _doc("verifier worker processes (0 = every core)", default=0)
+    timeout_s: float | None = _doc("per-item limit in seconds (null = the verifier's own)",
+                                   default=None)
+    overlong: Literal["none", "mask", "soft"] = _doc(
+        "truncated completions: none, mask (no loss on them), soft (DAPO length penalty)",
+        default="none")
+    overlong_buffer: int = _doc("soft penalty: tokens before max_new_tokens where the "
+                                "penalty ramps from 0 to -1", default=4)
+
+
+@dataclass
+class AlgorithmConfig:
+    advantage: str = _doc("grpo | dr_grpo | rloo | reinforce_pp | reinforce_pp_baseline",
+                          default="grpo")
+    policy_loss: str = _doc("ppo_clip (token ratio) | gspo (sequence ratio)",
+                            default="ppo_clip")
+    eps_low: float = _doc("lower clip range of the ratio", default=0.2)
+    eps_high: float = _doc("upper clip range (DAPO clip-higher: 0.28)", default=0.2)
+    dual_clip: float | None = _doc("dual-clip constant c > 1 for negative advantages "
+                                   "(null = off)", default=None)
+    aggregation: str = _doc("token_mean | sequence_mean | constant", default="token_mean")
+    kl_beta: float = _doc("KL(policy || reference) coefficient; 0 = no reference model",
+                          default=0.0)
+    kl_estimator: Literal["k1", "k2", "k3"] = _doc("per-token KL estimator", default="k3")
+    kl_in: Literal["loss", "reward"] = _doc("add the KL penalty to the loss or subtract "
+                                            "it from the reward", default="loss")
+    entropy_coef: float = _doc("entropy bonus weight (0 = off)", default=0.0)
+    epochs: int = _doc("policy epochs over each generation batch", default=1)
+    minibatches: int = _doc("optimizer steps per epoch (the batch is split evenly)",
+                            default=1)
+    dynamic_sampling: bool = _doc("DAPO: drop groups with equal rewards, draw more until "
+                                  "the batch is full", default=False)
+    max_draws: int = _doc("dynamic sampling: generation rounds per step at most", default=3)
+    recompute_old_logprobs: bool = _doc("recompute old log-probs with a forward pass "
+                                        "instead of using the sampler's", default=False)
+
+    def validate(self) -> None:
+        if self.kl_beta < 0:
+            raise ConfigError("must be >= 0", "kl_beta")
+        if self.epochs < 1 or self.minibatches < 1:
+            raise ConfigError("epochs and minibatches must be >= 1", "epochs")
+
+
+@dataclass
+class OptimConfig:
+    lr: float = _doc("peak learning rate (AdamW)", default=5e-4)
+    weight_decay: float = _doc("AdamW weight decay", default=0.0)
+    betas: tuple[float, float] = _doc("AdamW betas", default=(0.9, 0.99))
+    warmup_steps: int = _doc("optimizer steps of linear warmup", default=5)
+    schedule: Literal["constant", "cosine", "linear"] = _doc(
+        "learning-rate decay after warmup", default="constant")
+    min_lr_ratio: float = _doc("cosine/linear: final lr as a fraction of lr", default=0.1)
+    grad_clip: float = _doc("max global grad norm (0 = no clipping)", default=1.0)
+
+
+@dataclass
+class SFTConfig:
+    steps: int = _doc("supervised warm-start steps before RL (0 = none)", default=600)
+    batch_size: int = _doc("worked examples per step", default=64)
+    lr: float = _doc("peak learning rate", default=3e-3)
+    warmup_steps: int = _doc("steps of linear warmup", default=20)
+    worked_solutions: bool = _doc("teach column-addition worked solutions for the "
+                                  "arithmetic task's + problems (else target_template)",
+                                  default=True)
+    forget_carry: float = _doc("chance the worked solutions drop each carry (a sloppy "
+                               "demonstrator that RL has to correct)", default=0.7)
+    target_template: str = _doc("completion taught for other records; fields {reference} "
+                                "and the record's metadata", default="#### {reference}")
+    seed_offset: int = _doc("added to the run seed for the SFT example order", default=1)
+
+
+@dataclass
+class TrainConfig:
+    name: str = _doc("run name (the default run dir is runs/NAME-TIMESTAMP)", default="arith")
+    seed: int = _doc("seed for init, data order, sampling", default=0)
+    steps: int = _doc("RL steps (generation batches)", default=100)
+    checkpoint_every: int = _doc("save a checkpoint every N steps (0 = only at the end)",
+                                 default=25)
+    keep_checkpoints: int = _doc("newest checkpoints kept on disk (0 = all)", default=2)
+    eval_every: int = _doc("held-out evaluation every N steps (0 = before/after only)",
+                           default=0)
+    log_rollouts: bool = _doc("write every attempt to rollouts.jsonl", default=True)
+    model: ModelConfig = _doc("policy model", default_factory=ModelConfig)
+    data: DataConfig = _doc("training and held-out data", default_factory=DataConfig)
+    prompt: PromptConfig = _doc("prompt rendering", default_factory=PromptConfig)
+    sampling: SamplingConfig = _doc("rollouts", default_factory=SamplingConfig)
+    reward: RewardConfig = _doc("verifiers and reward shaping", default_factory=RewardConfig)
+    algorithm: AlgorithmConfig = _doc("advantages, policy loss, KL, entropy",
+                                      default_factory=AlgorithmConfig)
+    optim: OptimConfig = _doc("optimizer and schedule", default_factory=OptimConfig)
+    sft: SFTConfig = _doc("supervised warm-start", default_factory=SFTConfig)
+
+    def validate(self) -> None:
+        if self.steps < 0:
+            raise ConfigError("must be >= 0", "steps")
+        if self.sampling.prompts_per_step % self.algorithm.minibatches:
+            raise ConfigError("sampling.prompts_per_step must be divisible by "
+                              "algorithm.minibatches", "algorithm.minibatches")

@@ -1,0 +1,251 @@
+"""The RLVR training loop, top to bottom.
+
+    for each step:
+        1. draw problems, sample G completions each          (rollout engine)
+        2. grade every completion in the verifier pool       (worker processes)
+        3. rewards -> group-relative advantages              (rlvr.algorithms)
+        4. clipped policy-gradient update: epochs x minibatches of AdamW steps
+        5. log metrics and every attempt; checkpoint every N steps
+
+Helpers live in small modules (batch packing, rewards, checkpoints, setup); this file
+holds the order of operations. Setup, the warm-start and evaluation are in `run.py`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from rlvr.algorithms import (GroupAccumulator, advantage_estimator, kl_estimator,
+                             kl_reward_per_sequence, loss_aggregation, mask_truncated,
+                             masked_mean, policy_loss, token_entropy, token_logprobs)
+from rlvr.data.prompts import PromptRenderer
+from rlvr.data.records import TaskRecord
+from rlvr.rollout.base import RolloutEngine, SamplingParams
+from rlvr.training.batch import PackedBatch, completion_logits, pack
+from rlvr.training.config import TrainConfig
+from rlvr.training.prompt_order import PromptOrder, take
+from rlvr.training.rewards import reward_tensor, verdict_metrics, verify_groups
+from rlvr.verifiers.pool import VerifierPool
+
+
+@dataclass
+class Trainer:
+    """Everything one RL step touches."""
+
+    cfg: TrainConfig
+    model: Any
+    tokenizer: Any
+    engine: RolloutEngine
+    renderer: PromptRenderer
+    pool: VerifierPool
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    order: PromptOrder
+    records: list[TaskRecord]
+    reference: Any = None  # frozen reference policy; None when kl_beta == 0
+    algo: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        a, s = self.cfg.algorithm, self.cfg.sampling
+        clip = {"eps_low": a.eps_low, "eps_high": a.eps_high, "dual_clip": a.dual_clip}
+        self.algo = {"advantage": advantage_estimator(a.advantage),
+                     "policy_loss": policy_loss(a.policy_loss, **clip),
+                     "aggregate": loss_aggregation(a.aggregation, s.max_new_tokens),
+                     "kl": kl_estimator(a.kl_estimator)}
+
+
+@dataclass
+class Groups:
+    """The generation batch after grading: P problems x G attempts."""
+
+    records: list[TaskRecord]
+    completions: list[list[Any]]   # [P][G] Completion
+    verdicts: list[list[Any]]      # [P][G] Verdict
+    rewards: torch.Tensor          # [P, G]
+    stats: dict[str, float]
+
+
+def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One RL step; returns (metrics, rollout log lines)."""
+    cfg, times = t.cfg, {}
+    began = time.perf_counter()
+
+    # 1-2. Sample and grade (DAPO dynamic sampling may draw several times).
+    groups, gen_tokens = collect_groups(t, step, times)
+    flat = [c for group in groups.completions for c in group]
+    batch = pack(flat, t.tokenizer.pad_token_id or 0, _device(t.model))
+    mask = batch.mask.float()  # [B, T]
+    if cfg.reward.overlong == "mask":
+        mask = mask_truncated(mask, batch.truncated)
+
+    # 3. Rewards -> advantages (the KL penalty joins the reward when kl_in == "reward").
+    update_began = time.perf_counter()
+    rewards = groups.rewards.clone()  # [P, G]
+    ref_logprobs = reference_logprobs(t, batch)  # [B, T] or None
+    if ref_logprobs is not None and cfg.algorithm.kl_in == "reward":
+        kl_tokens = t.algo["kl"](batch.old_logprobs, ref_logprobs)  # [B, T]
+        rewards = rewards - kl_reward_per_sequence(kl_tokens, mask, cfg.algorithm.kl_beta
+                                                   ).view_as(rewards)
+    advantages = t.algo["advantage"](rewards)  # [P, G]
+
+    # 4. Policy update: several epochs over minibatches of this batch.
+    old_logprobs = batch.old_logprobs
+    if cfg.algorithm.recompute_old_logprobs:
+        with torch.no_grad():
+            old_logprobs = token_logprobs(completion_logits(t.model, batch),
+                                          batch.completion_ids, cfg.sampling.temperature)
+    update = policy_update(t, step, batch, mask, advantages.flatten(), old_logprobs,
+                           ref_logprobs)
+    times["update"] = time.perf_counter() - update_began
+
+    metrics = step_metrics(t, step, groups, batch, mask, rewards, update, times, gen_tokens)
+    metrics["time/step"] = time.perf_counter() - began
+    rollouts = rollout_lines(step, groups, rewards, advantages) if cfg.log_rollouts else []
+    return metrics, rollouts
+
+
+def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Groups, int]:
+    """Draw prompts_per_step problems, sample and grade them; with dynamic sampling keep
+    only groups whose rewards differ and draw again until the batch is full."""
+    cfg, s = t.cfg, t.cfg.sampling
+    draws = cfg.algorithm.max_draws if cfg.algorithm.dynamic_sampling else 1
+    keep = GroupAccumulator(target_groups=s.prompts_per_step, max_draws=draws)
+    times["generate"] = times["verify"] = 0.0
+    gen_tokens, last = 0, None
+    while not keep.done:
+        records = take(t.records, t.order.next(s.prompts_per_step))
+        params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature,
+                                top_p=s.top_p, top_k=s.top_k, stop=tuple(s.stop),
+                                seed=_sampling_seed(cfg.seed, step, keep.draws))
+        began = time.perf_counter()
+        completions = t.engine.generate([t.renderer.render(r) for r in records],
+                                        s.group_size, params)
+        times["generate"] += time.perf_counter() - began
+        gen_tokens += sum(len(c.token_ids) for group in completions for c in group)
+        began = time.perf_counter()
+        verdicts = verify_groups(t.pool, records, completions, cfg.reward.verifier)
+        times["verify"] += time.perf_counter() - began
+        lengths = torch.tensor([[len(c.token_ids) for c in g] for g in completions])  # [P, G]
+        rewards = reward_tensor(verdicts, lengths, cfg.reward.overlong, s.max_new_tokens,
+                                cfg.reward.overlong_buffer)  # [P, G]
+        last = (rewards, list(zip(records, completions, verdicts)))
+        if not cfg.algorithm.dynamic_sampling:
+            break
+        keep.add(*last)
+    kept_rewards, kept = keep.result() if cfg.algorithm.dynamic_sampling else last
+    if kept_rewards is None:  # every group was uniform in every draw: train on the last draw
+        kept_rewards, kept = last
+    stats = keep.stats() if cfg.algorithm.dynamic_sampling else {}
+    records, completions, verdicts = (list(x) for x in zip(*kept))
+    return Groups(records, completions, verdicts, kept_rewards, stats), gen_tokens
+
+
+def reference_logprobs(t: Trainer, batch: PackedBatch) -> torch.Tensor | None:
+    """Log-probs [B, T] of the sampled tokens under the frozen reference (KL only)."""
+    if t.reference is None or t.cfg.algorithm.kl_beta == 0:
+        return None
+    with torch.no_grad():
+        return token_logprobs(completion_logits(t.reference, batch), batch.completion_ids,
+                              t.cfg.sampling.temperature)
+
+
+def policy_update(t: Trainer, step: int, batch: PackedBatch, mask: torch.Tensor,
+                  advantages: torch.Tensor, old_logprobs: torch.Tensor,
+                  ref_logprobs: torch.Tensor | None) -> dict[str, float]:
+    """`epochs` passes over `minibatches` slices of the batch, one AdamW step per slice.
+    Returns the mean of each statistic over the optimizer steps."""
+    a = t.cfg.algorithm
+    rows = batch.input_ids.shape[0]
+    shuffle = torch.Generator().manual_seed(_sampling_seed(t.cfg.seed, step, 10_000))
+    totals: dict[str, float] = {}
+    t.model.train()
+    for _ in range(a.epochs):
+        order = torch.randperm(rows, generator=shuffle) if a.minibatches > 1 else torch.arange(rows)
+        for index in order.to(mask.device).chunk(a.minibatches):
+            stats = minibatch_step(t, batch.rows(index), mask[index], advantages[index],
+                                   old_logprobs[index],
+                                   None if ref_logprobs is None else ref_logprobs[index])
+            for name, value in stats.items():
+                totals[name] = totals.get(name, 0.0) + value
+    t.model.eval()
+    count = a.epochs * a.minibatches
+    return {name: value / count for name, value in totals.items()}
+
+
+def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantages: torch.Tensor,
+                   old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor | None) -> dict[str, float]:
+    """Loss = clipped surrogate (+ beta * KL) (- entropy bonus), aggregated; one AdamW step."""
+    a, temperature = t.cfg.algorithm, t.cfg.sampling.temperature
+    aggregate = t.algo["aggregate"]
+    logits = completion_logits(t.model, batch)  # [b, T, V]
+    logprobs = token_logprobs(logits, batch.completion_ids, temperature)  # [b, T]
+    out = t.algo["policy_loss"](logprobs, old_logprobs, advantages.to(logprobs.dtype), mask)
+    loss = aggregate(out.loss, mask)
+    stats = {name: float(value) for name, value in out.stats.items()}
+    stats["policy_loss"] = float(loss.detach())
+    if ref_logprobs is not None and a.kl_in == "loss":
+        kl = t.algo["kl"](logprobs, ref_logprobs)  # [b, T]
+        loss = loss + a.kl_beta * aggregate(kl, mask)
+    if ref_logprobs is not None:
+        stats["kl"] = float(masked_mean(t.algo["kl"](logprobs.detach(), ref_logprobs), mask))
+    if a.entropy_coef > 0:
+        entropy = token_entropy(logits, temperature)  # [b, T]
+        loss = loss - a.entropy_coef * aggregate(entropy, mask)
+    else:
+        with torch.no_grad():
+            entropy = token_entropy(logits.detach(), temperature)  # [b, T]
+    stats["entropy"] = float(masked_mean(entropy.detach(), mask))
+    t.optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    clip = t.cfg.optim.grad_clip
+    norm = torch.nn.utils.clip_grad_norm_(t.model.parameters(), clip if clip > 0 else float("inf"))
+    t.optimizer.step()
+    t.scheduler.step()
+    stats["grad_norm"], stats["loss"] = float(norm), float(loss.detach())
+    return stats
+
+
+def step_metrics(t: Trainer, step: int, groups: Groups, batch: PackedBatch, mask: torch.Tensor,
+                 rewards: torch.Tensor, update: dict[str, float], times: dict[str, float],
+                 gen_tokens: int) -> dict[str, Any]:
+    lengths = batch.mask.sum(1).float()  # [B]
+    metrics: dict[str, Any] = {
+        "step": step, "reward/mean": float(rewards.mean()), "reward/std": float(rewards.std()),
+        **verdict_metrics(groups.verdicts),
+        "response_length/mean": float(lengths.mean()), "response_length/max": float(lengths.max()),
+        "truncation_rate": float(batch.truncated.float().mean()),
+        "groups_uniform": float((rewards.std(dim=1) == 0).float().mean()),
+        "lr": t.scheduler.get_last_lr()[0],
+        "tokens_per_s": gen_tokens / max(times["generate"], 1e-9),
+        **{f"time/{k}": v for k, v in times.items()},
+        **update,
+    }
+    metrics.update({f"dynamic/{k}": v for k, v in groups.stats.items()})
+    return metrics
+
+
+def rollout_lines(step: int, groups: Groups, rewards: torch.Tensor,
+                  advantages: torch.Tensor) -> list[dict[str, Any]]:
+    lines = []
+    for p, (record, completions, verdicts) in enumerate(zip(groups.records, groups.completions,
+                                                            groups.verdicts)):
+        for g, (c, v) in enumerate(zip(completions, verdicts)):
+            lines.append({"step": step, "prompt_id": record.id, "sample": g,
+                          "completion": c.text, "finish_reason": c.finish_reason,
+                          "length": len(c.token_ids), "verdict": v.to_dict(),
+                          "reward": float(rewards[p, g]), "advantage": float(advantages[p, g])})
+    return lines
+
+
+def _sampling_seed(seed: int, step: int, draw: int) -> int:
+    """A distinct, reproducible seed per (run seed, step, draw): a resumed run samples
+    exactly what the uninterrupted one did, without saving generator state."""
+    return (seed * 1_000_003 + step * 1_009 + draw) % (2**63 - 1)
+
+
+def _device(model: Any) -> torch.device:
+    return next(model.parameters()).device

@@ -1,0 +1,159 @@
+"""A whole run: set up, warm-start, evaluate, train, checkpoint, evaluate, summarise.
+
+Fresh run:   config.yaml -> model -> SFT warm-start (if sft.steps) -> held-out eval
+             ("before") -> checkpoint step 0 -> RL steps (checkpoint every N) ->
+             held-out eval ("after") -> final checkpoint -> summary.json.
+Resumed run: the newest complete checkpoint restores weights, optimizer, scheduler,
+             RNGs, data position and the "before" numbers; logs past it are dropped;
+             the RL steps continue exactly where they stopped.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlvr.config import save_config
+from rlvr.rollout.hf import HFRolloutEngine
+from rlvr.runs import Progress, RunDir
+from rlvr.training.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
+from rlvr.training.config import TrainConfig
+from rlvr.training.evaluate import evaluate
+from rlvr.training.loop import Trainer, rl_step
+from rlvr.training.optim import build_optimizer, build_scheduler
+from rlvr.training.prompt_order import PromptOrder
+from rlvr.training.setup import load_data, load_policy, prompt_renderer
+from rlvr.training.sft import supervised_warmstart
+from rlvr.verifiers.pool import VerifierPool
+
+
+class ResumeError(RuntimeError):
+    """The run directory cannot be resumed (no checkpoint, or the run already ended)."""
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
+          progress: Progress | None = None) -> dict[str, Any]:
+    """Run (or resume) training in `run_dir`; returns the summary written to summary.json."""
+    started = time.perf_counter()
+    train_records, held_out = load_data(cfg.data, cfg.seed)  # bad rows fail before anything
+    run = RunDir(run_dir).create()
+    progress = progress or Progress(cfg.steps, quiet=True)
+    checkpoint = latest_checkpoint(run.checkpoints) if resume else None
+    if resume and checkpoint is None:
+        raise ResumeError(f"{run.path}: no complete checkpoint to resume from")
+    if not resume:
+        save_config(cfg, run.config)
+    seed_everything(cfg.seed)
+    model, tokenizer = load_policy(cfg.model, cfg.seed, checkpoint)
+    renderer = prompt_renderer(cfg.prompt, tokenizer)
+    engine = HFRolloutEngine(model, tokenizer, cfg.sampling.max_batch_rows)
+    verifiers = {cfg.reward.verifier} if cfg.reward.verifier else {r.verifier for r in train_records}
+    with VerifierPool(workers=cfg.reward.workers or None, timeout_s=cfg.reward.timeout_s,
+                      preload=sorted(verifiers)) as pool:
+        evaluate_now = lambda: evaluate(engine, renderer, pool, held_out,  # noqa: E731
+                                        cfg.sampling.max_new_tokens, cfg.sampling.stop,
+                                        cfg.reward.verifier)
+        state: dict[str, Any] = {"elapsed": 0.0}
+        if checkpoint is None:
+            state = _warm_start(cfg, model, tokenizer, renderer, train_records, evaluate_now,
+                                progress)
+            state["elapsed"] = time.perf_counter() - started
+        trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run)
+        if checkpoint is None:
+            _checkpoint(trainer, run, 0, state)
+        else:
+            state = load_trainer_state(checkpoint, trainer.optimizer, trainer.scheduler)
+            trainer.order.load_state_dict(state["data"])
+            run.truncate_logs_after(state["step"])
+            progress.message(f"resuming {run.path} from step {state['step']}")
+        summary = _rl_steps(trainer, run, state, evaluate_now, progress)
+    summary["wall_seconds"] = state["elapsed"]
+    run.write_summary(summary)
+    return summary
+
+
+def _warm_start(cfg: TrainConfig, model: Any, tokenizer: Any, renderer: Any, records: list,
+                evaluate_now: Any, progress: Progress) -> dict[str, Any]:
+    """SFT (if configured) and the "before" evaluation of a fresh run."""
+    state: dict[str, Any] = {}
+    if cfg.sft.steps > 0:
+        progress.message(f"supervised warm-start: {cfg.sft.steps} steps")
+        state["sft"] = supervised_warmstart(model, tokenizer, renderer, records, cfg.sft,
+                                            cfg.seed + cfg.sft.seed_offset, progress.message)
+    state["eval_before"] = evaluate_now()
+    if state["eval_before"]:
+        progress.message(f"held-out accuracy before RL: {state['eval_before']['accuracy']:.3f}")
+    return state
+
+
+def _trainer(cfg: TrainConfig, model: Any, tokenizer: Any, engine: Any, renderer: Any,
+             pool: VerifierPool, records: list, run: RunDir) -> Trainer:
+    o, a = cfg.optim, cfg.algorithm
+    optimizer = build_optimizer(model, o.lr, o.weight_decay, o.betas)
+    total = max(1, cfg.steps * a.epochs * a.minibatches)
+    scheduler = build_scheduler(optimizer, o.warmup_steps, total, o.schedule, o.min_lr_ratio)
+    reference = _reference_model(cfg, model, tokenizer, run)
+    return Trainer(cfg, model, tokenizer, engine, renderer, pool, optimizer, scheduler,
+                   PromptOrder(len(records), cfg.seed), records, reference)
+
+
+def _reference_model(cfg: TrainConfig, model: Any, tokenizer: Any, run: RunDir) -> Any:
+    """The frozen policy at the start of RL (saved in the run dir so a resumed run uses the
+    same one); None at kl_beta == 0, when no reference is loaded at all."""
+    if cfg.algorithm.kl_beta == 0:
+        return None
+    directory = run.path / "reference"
+    if directory.is_dir():
+        reference, _ = load_policy(cfg.model, cfg.seed, directory)
+    else:
+        reference = copy.deepcopy(model)
+        reference.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+    reference.eval().requires_grad_(False)
+    return reference
+
+
+def _checkpoint(t: Trainer, run: RunDir, step: int, state: dict[str, Any]) -> None:
+    keep = {k: v for k, v in state.items() if k in ("sft", "eval_before", "elapsed")}
+    save_checkpoint(run.checkpoints, step, t.model, t.tokenizer, t.optimizer, t.scheduler,
+                    {**keep, "data": t.order.state_dict()}, t.cfg.keep_checkpoints)
+
+
+def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], evaluate_now: Any,
+              progress: Progress) -> dict[str, Any]:
+    cfg = t.cfg
+    first = int(state.get("step", 0)) + 1
+    began = time.perf_counter() - state.get("elapsed", 0.0)
+    last: dict[str, Any] = {}
+    # `elapsed` counts wall time across interruptions: the checkpoint's, plus this session's.
+    for step in range(first, cfg.steps + 1):
+        metrics, rollouts = rl_step(t, step)
+        if cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.steps:
+            metrics["eval/accuracy"] = evaluate_now().get("accuracy", float("nan"))
+        run.append_metrics(metrics)
+        run.append_rollouts(rollouts)
+        progress.step(metrics)
+        last = metrics
+        if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
+            _checkpoint(t, run, step, {**state, "elapsed": time.perf_counter() - began})
+    after = evaluate_now()
+    state["elapsed"] = time.perf_counter() - began
+    _checkpoint(t, run, cfg.steps, state)
+    return {"eval": {"before": state.get("eval_before", {}), "after": after},
+            "steps": cfg.steps, "sft": state.get("sft", {"steps": 0}),
+            "final_metrics": last,
+            "checkpoint": str(latest_checkpoint(run.checkpoints))}
+
+
