@@ -14,7 +14,7 @@ from rlvr.verifiers.pool import VerifierPool
 
 def evaluate(engine: RolloutEngine, renderer: PromptRenderer, pool: VerifierPool,
              records: Sequence[TaskRecord], max_new_tokens: int, stop: Sequence[str] = (),
-             verifier: str = "") -> dict[str, Any]:
+             verifier: str = "", options: dict[str, Any] | None = None) -> dict[str, Any]:
     """{"accuracy", "score", "n", "examples": first few (prompt id, completion, passed)}."""
     if not records:
         return {}

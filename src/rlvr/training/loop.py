@@ -127,7 +127,8 @@ def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Grou
         times["generate"] += time.perf_counter() - began
         gen_tokens += sum(len(c.token_ids) for group in completions for c in group)
         began = time.perf_counter()
-        verdicts = verify_groups(t.pool, records, completions, cfg.reward.verifier)
+        verdicts = verify_groups(t.pool, records, completions, cfg.reward.verifier,
+                                 cfg.reward.options)
         times["verify"] += time.perf_counter() - began
         lengths = torch.tensor([[len(c.token_ids) for c in g] for g in completions])  # [P, G]
         rewards = reward_tensor(verdicts, lengths, cfg.reward.overlong, s.max_new_tokens,
