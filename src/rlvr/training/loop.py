@@ -100,6 +100,7 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
                                           batch.completion_ids, cfg.sampling.temperature)
     update = policy_update(t, step, batch, mask, advantages.flatten(), old_logprobs,
                            ref_logprobs)
+    t.engine.sync_weights(t.model)  # a reference swap here; a weight copy for vLLM
     times["update"] = time.perf_counter() - update_began
 
     metrics = step_metrics(t, step, groups, batch, mask, rewards, update, times, gen_tokens)
