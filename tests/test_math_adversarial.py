@@ -99,6 +99,24 @@ def test_inputs_slow_to_parse_end_within_the_limit():
                                                             "wrong_answer"), (case, verdict)
 
 
+def test_huge_completions_end_within_the_limit():
+    """Inputs that would be quadratic in a naive extractor: thousands of nested boxes,
+    markers, boxes. Each is decided by the verifier (not the pool's kill)."""
+    cases = [
+        Case("math", "\\boxed{" * 20000 + "1" + "}" * 20000, "1", timeout_s=4.5),
+        Case("math", "Answer: " * 20000, "1", timeout_s=4.5),
+        Case("math", "\\boxed{" * 20000, "1", timeout_s=4.5),
+        Case("math", " ".join(f"\\boxed{{{k}}}" for k in range(5000)), "4999", timeout_s=4.5),
+        Case("math", "x" * 500_000 + " #### 1", "1", timeout_s=4.5),
+    ]
+    with VerifierPool(workers=2, preload=["math"]) as pool:
+        pool.start()
+        verdicts = pool.verify(cases)
+    assert [(v.passed, v.reason) for v in verdicts] == [
+        (True, "correct"), (False, "no_answer"), (False, "no_answer"), (False, "hedged"),
+        (True, "correct")]
+
+
 def test_time_budget_stops_a_slow_check():
     verdict = MathVerifier(time_budget_s=0.01).verify(r"\boxed{" + "x+" * 140 + "1}", "1")
     assert (verdict.reason, verdict.details["limit_s"]) == ("too_slow", 0.01)
