@@ -108,13 +108,14 @@ def test_huge_completions_end_within_the_limit():
         Case("math", "\\boxed{" * 20000, "1", timeout_s=4.5),
         Case("math", " ".join(f"\\boxed{{{k}}}" for k in range(5000)), "4999", timeout_s=4.5),
         Case("math", "x" * 500_000 + " #### 1", "1", timeout_s=4.5),
+        Case("math", "\\boxed{" + "1 aa " * 20000 + "}", "1", timeout_s=4.5),
     ]
     with VerifierPool(workers=2, preload=["math"]) as pool:
         pool.start()
         verdicts = pool.verify(cases)
     assert [(v.passed, v.reason) for v in verdicts] == [
         (True, "correct"), (False, "no_answer"), (False, "no_answer"), (False, "hedged"),
-        (True, "correct")]
+        (True, "correct"), (False, "unparseable")]
 
 
 def test_time_budget_stops_a_slow_check():

@@ -37,6 +37,9 @@ from rlvr.verifiers.math.safety import BudgetExceeded, time_budget
 from rlvr.verifiers.math.structure import Shape, parse_shape
 
 FALLBACKS = (None, "last_number")
+# A final answer longer than this is not one (MATH-500's longest gold is 53 characters;
+# a 5x5 matrix of fractions is ~400); it is also kept from the string rewrites.
+MAX_ANSWER_CHARS = 2000
 _AND = re.compile(r"\s*\\text\s*\{\s*and\s*\}\s*|\s+and\s+")
 # For a multi-valued gold, "x = 1 or x = 2" lists the solutions; a hedge gains nothing
 # there, since the collection must match the gold's exactly.
@@ -150,6 +153,8 @@ class MathVerifier:
         if not answer_text.strip():
             return Verdict.wrong("no_answer", empty_box=True, **details)
         multi_valued = gold.kind in COLLECTION_KINDS
+        if len(answer_text) > MAX_ANSWER_CHARS:
+            return Verdict.wrong("unparseable", too_long=True, **details)
         hedge = hedge_reason(completion, candidates, group, alternatives_allowed=multi_valued,
                              gold_values=len(flat_items(gold)), same_answer=self._same_answer)
         if hedge:
