@@ -56,7 +56,8 @@ def test_correction_that_ends_on_one_answer_is_fine():
     assert V.verify(text, "3").reason == "wrong_answer"
 
 
-@pytest.mark.parametrize("reference", [None, "", "   ", {"answer": "5"}, ["5"], True])
+@pytest.mark.parametrize("reference", [None, "", "   ", {"answer": "5"}, ["5"], True,
+                                       "\\boxed{}", "$ $", float("nan")])
 def test_invalid_reference(reference):
     with pytest.raises(InvalidReference, match="math: reference"):
         V.check_reference(reference)

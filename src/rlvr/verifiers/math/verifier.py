@@ -70,6 +70,13 @@ def _gold_text(reference: Any) -> str:
     return text
 
 
+def _read_gold(reference: Any) -> tuple[Normalized, Shape]:
+    normalized, shape = _read(_gold_text(reference))
+    if shape.kind == "empty":
+        raise InvalidReference(f"math: reference {str(reference)[:100]!r} has no answer in it")
+    return normalized, shape
+
+
 def _percent_scales(answer: Normalized, gold: Normalized) -> tuple[sympy.Rational, ...]:
     """`25\\%` equals 25 and 0.25; a gold `25\\%` accepts 25 and 0.25. Never 200 for 2."""
     if answer.percent and not gold.percent:
@@ -119,7 +126,7 @@ class MathVerifier:
         self.time_budget_s = time_budget_s
 
     def check_reference(self, reference: Any) -> None:
-        _gold_text(reference)
+        _read_gold(reference)
 
     def _candidates(self, completion: str) -> list[Candidate]:
         candidates = answer_candidates(completion)
@@ -139,7 +146,7 @@ class MathVerifier:
             return False
 
     def verify(self, completion: str, reference: Any) -> Verdict:
-        gold_norm, gold = _read(_gold_text(reference))
+        gold_norm, gold = _read_gold(reference)
         candidates = self._candidates(completion or "")
         if not candidates:
             return Verdict.wrong("no_answer", answer=None)
