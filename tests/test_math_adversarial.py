@@ -21,6 +21,8 @@ V = MathVerifier()
     (r"\boxed{either 2 or 3}", "2", "alternative"),
     (r"The answer is not $\boxed{5}$.", "5", "negated"),
     (r"The answer isn't \boxed{5}", "5", "negated"),
+    (r"The answer cannot be $\boxed{5}$", "5", "negated"),
+    (r"so x is never equal to \boxed{5}", "5", "negated"),
     (r"The answer is \boxed{\neq 5}", "5", "negated"),
     ("The final answer is not 5.", "5", "negated"),
     (" ".join(rf"\boxed{{{k}}}." + " Hmm, let me reconsider." for k in range(1, 9)) + r" \boxed{7}",

@@ -30,7 +30,7 @@ _ALTERNATIVE = re.compile(
     re.IGNORECASE)
 # Negation right before the answer: "is not", "isn't", "never", "\neq", "≠".
 _NEGATION_BEFORE = re.compile(
-    r"(?:\bnot|n't|\bnever|\\neq?|\u2260)\s*(?:equal(?:s)?\s*(?:to)?|be)?\s*[:=]?\s*[$(\\\[]*\s*$",
+    r"(?:\bnot|\bcannot|n't|\bnever|\\neq?|\u2260)\s*(?:equal(?:s)?\s*(?:to)?|be)?\s*[:=]?\s*[$(\\\[]*\s*$",
     re.IGNORECASE)
 _NEGATION_INSIDE = re.compile(r"^\s*(?:\\neq?(?![a-zA-Z])|\u2260|not\b|\\text\s*\{\s*not\b)",
                               re.IGNORECASE)
