@@ -40,6 +40,8 @@ _BUILTINS: dict[str, VerifierSpec] = {
                               "weighted, gated combination of verifiers (options: components)"),
     "r1_math": VerifierSpec("rlvr.verifiers.composite:r1_math", 7.0,
                             "composite: format gate, then math accuracy (DeepSeek-R1 style)"),
+    "code": VerifierSpec("rlvr.verifiers.code:CodeVerifier", 60.0,
+                         "program passes its tests in a bubblewrap sandbox (HumanEval/MBPP/io)"),
 }
 
 _REGISTERED: dict[str, VerifierSpec] = {}
