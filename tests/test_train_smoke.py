@@ -25,6 +25,7 @@ def test_two_step_run_writes_every_file(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")]))
     run_dir = tmp_path / "run"
     result = run_cli("train", "--run-dir", str(run_dir), "steps=2", "checkpoint_every=1",
+                     "eval_every=1",
                      "keep_checkpoints=0", "reward.verifier=train_helpers:LengthVerifier",
                      *TINY_OVERRIDES, timeout=240)
     assert result.returncode == 0, result.stderr
@@ -38,6 +39,8 @@ def test_two_step_run_writes_every_file(tmp_path, monkeypatch):
 
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2]
+    # held-out evaluation every N steps lands in metrics.jsonl (the last step's is "after")
+    assert 0.0 <= metrics[0]["eval/accuracy"] <= 1.0 and "eval/accuracy" not in metrics[1]
     assert all(0 < m["reward/length"] <= 1 for m in metrics)  # the verifier's component
     for key in ("reward/mean", "accuracy", "response_length/mean", "truncation_rate",
                 "entropy", "clip_frac", "grad_norm", "tokens_per_s", "time/generate",
