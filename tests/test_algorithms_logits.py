@@ -101,6 +101,26 @@ def test_bf16_logits(chunk_rows):
     torch.testing.assert_close(logits.grad.float(), reference.grad, atol=1e-2, rtol=1e-2)
 
 
+@pytest.mark.parametrize("chunk_rows", [2, 100])
+def test_sliced_non_contiguous_logits(chunk_rows):
+    # a causal LM's logits[:, :-1] cannot be flattened without a copy: blocks per row
+    torch.manual_seed(4)
+    full = torch.randn(B, T + 1, V, requires_grad=True)
+    logits = full[:, :-1]  # [B, T, V], non-contiguous
+    ids = torch.randint(0, V, (B, T))
+    weights = torch.randn(B, T)
+    ours = token_logprobs(logits, ids, 0.8, chunk_rows=chunk_rows)
+    ent = token_entropy(logits, 0.8, chunk_rows=chunk_rows)
+    ((weights * ours).sum() + (weights * ent).sum()).backward()
+    ours_grad, full.grad = full.grad, None
+    naive = naive_logprobs(logits, ids, 0.8)
+    naive_ent = naive_entropy(logits, 0.8)
+    ((weights * naive).sum() + (weights * naive_ent).sum()).backward()
+    torch.testing.assert_close(ours, naive, atol=1e-5, rtol=0)
+    torch.testing.assert_close(ent, naive_ent, atol=1e-5, rtol=0)
+    torch.testing.assert_close(ours_grad, full.grad, atol=1e-5, rtol=0)
+
+
 def test_gradcheck_double():
     torch.manual_seed(3)
     logits = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from rlvr.algorithms import GSPO, PPOClip, SequenceMean, TokenMean
+from rlvr.algorithms import GSPO, PPOClip, SequenceMean, TokenMean, clipped_surrogate
 
 D = 1e-6  # "just inside / just outside" a clip boundary (float64)
 
@@ -63,6 +63,21 @@ def test_ppo_scales_with_advantage_and_reports_ratio_stats():
     # (0.9 - 1 - ln .9 + 1.1 - 1 - ln 1.1) / 2 = (-ln .9 - ln 1.1) / 2
     expected_kl = (-math.log(0.9) - math.log(1.1)) / 2
     assert out.stats["approx_kl"].item() == pytest.approx(expected_kl, rel=1e-5)
+
+
+def test_exactly_on_the_boundaries_the_trust_region_is_closed():
+    # ratio given directly (1.25 and 0.75 are exact in binary), eps_low = eps_high = 0.25
+    # A = +1 at r = 1 + eps: both branches give -1.25; A = -1 at r = 1 - eps: both 0.75.
+    # On the boundary the token still gets the unclipped gradient d(-r A)/dr = -A and is
+    # not counted as clipped.
+    ratio = torch.tensor([[1.25, 0.75]], dtype=torch.float64, requires_grad=True)
+    adv = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
+    loss, stats = clipped_surrogate(ratio, adv, torch.ones(1, 2, dtype=torch.float64),
+                                    eps_low=0.25, eps_high=0.25, dual_clip=None)
+    loss.sum().backward()
+    torch.testing.assert_close(loss.detach(), torch.tensor([[-1.25, 0.75]], dtype=torch.float64))
+    torch.testing.assert_close(ratio.grad, torch.tensor([[-1.0, 1.0]], dtype=torch.float64))
+    assert stats["clip_frac"].item() == 0.0
 
 
 def test_dual_clip_bounds_negative_advantage_loss():

@@ -21,7 +21,7 @@ neither.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import Callable, ClassVar, Protocol
 
 import torch
 from torch import Tensor
@@ -150,13 +150,13 @@ class PPOClip:
 
     def __call__(self, logprobs: Tensor, old_logprobs: Tensor, advantages: Tensor,
                  mask: Tensor) -> PolicyLossOutput:
-        advantages, maskf = _check_inputs(logprobs, old_logprobs, advantages, mask)
-        logprobs, old_logprobs = _zero_masked(logprobs, old_logprobs, maskf)  # [B, T] x2
-        ratio = torch.exp(logprobs - old_logprobs)  # [B, T]
-        loss, stats = clipped_surrogate(ratio, advantages, maskf, self.eps_low,
-                                        self.eps_high, self.dual_clip)
-        stats["approx_kl"] = _approx_kl(logprobs, old_logprobs, maskf)
-        return PolicyLossOutput(loss=loss, stats=stats)
+        return _clipped_policy_loss(self, _token_log_ratio, logprobs, old_logprobs,
+                                    advantages, mask)
+
+
+def _token_log_ratio(logprobs: Tensor, old_logprobs: Tensor, mask: Tensor) -> Tensor:
+    """PPO's per-token log-ratio log pi_theta - log pi_old. [B, T] x3 -> [B, T]"""
+    return logprobs - old_logprobs  # [B, T]
 
 
 def sequence_log_ratio(logprobs: Tensor, old_logprobs: Tensor, mask: Tensor) -> Tensor:
@@ -192,17 +192,29 @@ class GSPO:
 
     def __call__(self, logprobs: Tensor, old_logprobs: Tensor, advantages: Tensor,
                  mask: Tensor) -> PolicyLossOutput:
-        advantages, maskf = _check_inputs(logprobs, old_logprobs, advantages, mask)
-        logprobs, old_logprobs = _zero_masked(logprobs, old_logprobs, maskf)  # [B, T] x2
-        seq_log_ratio = sequence_log_ratio(logprobs, old_logprobs, maskf)  # [B]
-        # value s_i, gradient through the token's own log-prob only (GSPO-token)
-        token_log_ratio = (seq_log_ratio.detach()[:, None]
-                           + logprobs - logprobs.detach())  # [B, T]
-        ratio = torch.exp(token_log_ratio)  # [B, T]
-        loss, stats = clipped_surrogate(ratio, advantages, maskf, self.eps_low,
-                                        self.eps_high, self.dual_clip)
-        stats["approx_kl"] = _approx_kl(logprobs, old_logprobs, maskf)
-        return PolicyLossOutput(loss=loss, stats=stats)
+        return _clipped_policy_loss(self, _gspo_token_log_ratio, logprobs, old_logprobs,
+                                    advantages, mask)
+
+
+def _gspo_token_log_ratio(logprobs: Tensor, old_logprobs: Tensor, mask: Tensor) -> Tensor:
+    """log s_i on every token of sequence i, with gradient through the token's own
+    log-prob only (GSPO-token: sg[log s_i] + logp_t - sg[logp_t]). [B, T] x3 -> [B, T]"""
+    seq_log_ratio = sequence_log_ratio(logprobs, old_logprobs, mask)  # [B]
+    return seq_log_ratio.detach()[:, None] + logprobs - logprobs.detach()  # [B, T]
+
+
+def _clipped_policy_loss(clip: PPOClip | GSPO,
+                         log_ratio_fn: Callable[[Tensor, Tensor, Tensor], Tensor],
+                         logprobs: Tensor, old_logprobs: Tensor, advantages: Tensor,
+                         mask: Tensor) -> PolicyLossOutput:
+    """What PPOClip and GSPO share: validate, compute the ratio their way, clip, report."""
+    advantages, maskf = _check_inputs(logprobs, old_logprobs, advantages, mask)
+    logprobs, old_logprobs = _zero_masked(logprobs, old_logprobs, maskf)  # [B, T] x2
+    ratio = torch.exp(log_ratio_fn(logprobs, old_logprobs, maskf))  # [B, T]
+    loss, stats = clipped_surrogate(ratio, advantages, maskf, clip.eps_low, clip.eps_high,
+                                    clip.dual_clip)
+    stats["approx_kl"] = _approx_kl(logprobs, old_logprobs, maskf)
+    return PolicyLossOutput(loss=loss, stats=stats)
 
 
 POLICY_LOSSES: dict[str, type] = {cls.name: cls for cls in (PPOClip, GSPO)}

@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("rlvr.cli.verify", "check completions against references (JSONL batch or one-off)"),
     "train": ("rlvr.cli.train", "RLVR training (no arguments: the embedded arithmetic demo)"),
     "sft": ("rlvr.cli.sft", "supervised warm-start on worked examples"),
+    "merge-lora": ("rlvr.cli.merge_lora", "merge a LoRA adapter into its base model"),
     "import-model": ("rlvr.cli.import_model", "import a GGUF file or packaged model as an HF dir"),
 }
 

@@ -32,6 +32,14 @@ _BUILTINS: dict[str, VerifierSpec] = {
                          "final-answer equivalence for math (boxed, ####, 'Answer:')"),
     "exact": VerifierSpec("rlvr.verifiers.exact:ExactVerifier", 2.0,
                           "the final answer equals the reference string (numbers by value)"),
+    "ifeval": VerifierSpec("rlvr.verifiers.ifeval:IfevalVerifier", 10.0,  # cold start loads models
+                           "IFEval instruction constraints (+ rlvr:*); score = fraction followed"),
+    "format": VerifierSpec("rlvr.verifiers.format:FormatVerifier", 2.0,
+                           "<think>...</think><answer>...</answer> structure, one answer, nothing after"),
+    "composite": VerifierSpec("rlvr.verifiers.composite:CompositeVerifier", 15.0,
+                              "weighted, gated combination of verifiers (options: components)"),
+    "r1_math": VerifierSpec("rlvr.verifiers.composite:r1_math", 7.0,
+                            "composite: format gate, then math accuracy (DeepSeek-R1 style)"),
 }
 
 _REGISTERED: dict[str, VerifierSpec] = {}

@@ -1,0 +1,118 @@
+"""TRL adapter: an rlvr verifier as a `reward_funcs` entry of GRPOTrainer / RLOOTrainer.
+
+TRL calls each reward function as
+
+    f(prompts=[...], completions=[...], completion_ids=[...], trainer_state=...,
+      **{column: [value per completion] for every other dataset column})
+
+where a completion is a string, or for conversational datasets a list of messages
+([{"role": "assistant", "content": "..."}]); it expects one float per completion, None
+meaning "not applicable" (TRL turns it into NaN and ignores it when summing), and logs
+the function under its `__name__`.
+
+    from rlvr.adapters.trl import reward_func
+    trainer = GRPOTrainer(..., reward_funcs=[reward_func("math"),
+                                             reward_func("format", name="fmt")])
+
+The reference comes from a dataset column ("reference" by default). With a fixed
+verifier, rows whose "verifier" column names another verifier get None, so one dataset
+can mix tasks with one reward function per verifier; with `verifier=None` each row's
+"verifier" column picks it. A row whose reference is missing (None) gets None. An
+invalid reference raises ValueError naming the row (a data bug must not train as 0),
+unless `on_invalid="none"`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from rlvr.adapters.common import (
+    SharedPool, check_options, completion_text, normalise_reference,
+)
+from rlvr.verifiers.base import Verdict
+from rlvr.verifiers.pool import Case, VerifierPool
+
+_SHARED = SharedPool()
+
+
+class RewardFunction:
+    """A TRL reward function backed by rlvr verifiers (see the module docstring).
+
+    verifier:          fixed verifier name, or None to read it from `verifier_column`.
+    reference_column:  the dataset column holding each row's reference.
+    verifier_column:   the dataset column naming each row's verifier (optional when
+                       `verifier` is fixed).
+    options:           verifier options (e.g. {"loose": True} for ifeval).
+    pool:              a VerifierPool to use; default: one shared by this process.
+    timeout_s:         per-item limit (default: the verifier's own).
+    name:              the name TRL logs (default "rlvr_<verifier>").
+    on_invalid:        "raise" (default) or "none" for rows with an invalid reference.
+    """
+
+    def __init__(self, verifier: str | None = None, *, reference_column: str = "reference",
+                 verifier_column: str = "verifier", options: dict[str, Any] | None = None,
+                 pool: VerifierPool | None = None, timeout_s: float | None = None,
+                 name: str | None = None, on_invalid: str = "raise") -> None:
+        if verifier is not None:
+            check_options(verifier, dict(options or {}))  # unknown name or bad options: now
+        if on_invalid not in ("raise", "none"):
+            raise ValueError("on_invalid must be 'raise' or 'none'")
+        self.verifier, self.reference_column = verifier, reference_column
+        self.verifier_column, self.options = verifier_column, dict(options or {})
+        self.pool, self.timeout_s, self.on_invalid = pool, timeout_s, on_invalid
+        self.__name__ = name or f"rlvr_{verifier or 'verifier'}"
+        self.last_verdicts: list[Verdict | None] = []  # for logging per-component details
+
+    def _row_verifier(self, columns: dict[str, Any], index: int) -> str | None:
+        row_value = columns.get(self.verifier_column)
+        row_value = row_value[index] if row_value is not None else None
+        if self.verifier is None:
+            if not row_value:
+                raise ValueError(f"{self.__name__}: row {index} has no '{self.verifier_column}' "
+                                 "column value and no fixed verifier was given")
+            check_options(str(row_value), self.options)
+            return str(row_value)
+        if row_value and row_value != self.verifier:
+            return None  # another reward function's row
+        return self.verifier
+
+    def __call__(self, prompts: Sequence[Any] | None = None,
+                 completions: Sequence[Any] | None = None, **columns: Any) -> list[float | None]:
+        if completions is None:
+            raise TypeError(f"{self.__name__}: called without completions")
+        if self.reference_column not in columns:
+            raise ValueError(f"{self.__name__}: the dataset has no '{self.reference_column}' "
+                             f"column (columns passed: {sorted(columns)})")
+        references = columns[self.reference_column]
+        cases, positions = [], []
+        for index, completion in enumerate(completions):
+            name = self._row_verifier(columns, index)
+            if name is None or references[index] is None:
+                continue
+            cases.append(Case(name, completion_text(completion),
+                              normalise_reference(name, references[index]), self.options,
+                              self.timeout_s))
+            positions.append(index)
+        verdicts = self._verify(cases)
+        rewards: list[float | None] = [None] * len(completions)
+        self.last_verdicts = [None] * len(completions)
+        for index, verdict in zip(positions, verdicts):
+            if verdict.is_invalid and self.on_invalid == "raise":
+                raise ValueError(f"{self.__name__}: row {index}: invalid reference: "
+                                 f"{verdict.details.get('error')}")
+            self.last_verdicts[index] = verdict
+            rewards[index] = None if verdict.is_invalid else float(verdict.score)
+        return rewards
+
+    def _verify(self, cases: list[Case]) -> list[Verdict]:
+        if not cases:
+            return []
+        if self.pool is not None:
+            return self.pool.verify(cases)
+        with _SHARED.lock:
+            return _SHARED.get().verify(cases)
+
+
+def reward_func(verifier: str | None = None, **kwargs: Any) -> RewardFunction:
+    """A TRL reward function for `verifier` (keyword arguments: see RewardFunction)."""
+    return RewardFunction(verifier, **kwargs)

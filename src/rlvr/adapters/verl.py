@@ -1,0 +1,106 @@
+"""verl adapter: rlvr verifiers as verl's custom reward function.
+
+verl's reward managers call, per response (NaiveRewardManager and kin),
+
+    compute_score(data_source=..., solution_str=..., ground_truth=..., extra_info=...,
+                  **custom_reward_function.reward_kwargs)
+
+with ground_truth = row["reward_model"]["ground_truth"], and take a float or a dict
+holding "score" (its other keys are logged as reward_extra_info, so every item must
+return the same keys). BatchRewardManager instead calls once per batch with
+`data_sources`, `solution_strs`, `ground_truths`, `extra_infos` and takes a list.
+Point verl at this module:
+
+    custom_reward_function.path=<site-packages>/rlvr/adapters/verl.py
+    custom_reward_function.name=compute_score           # or compute_score_batch
+    +custom_reward_function.reward_kwargs.verifier=math  # optional
+
+Which verifier grades an item, first match wins: the `verifier` keyword (reward_kwargs),
+extra_info["verifier"], data_source itself when it is a verifier name, else
+DATA_SOURCE_VERIFIERS[data_source]. Returns {"score": float, "passed": 0.0 or 1.0};
+with `log_components=True` a composite's per-component scores are added as
+"<component>_score". Invalid references raise ValueError (a data bug, not a 0);
+timeouts and verifier errors score 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from rlvr.adapters.common import SharedPool, check_options, normalise_reference
+from rlvr.verifiers.base import Verdict
+from rlvr.verifiers.pool import Case
+from rlvr.verifiers.registry import available
+
+# data_source values of common verl datasets -> rlvr verifier.
+DATA_SOURCE_VERIFIERS: dict[str, str] = {
+    "openai/gsm8k": "math",
+    "DigitalLearningGmbH/MATH-lighteval": "math",
+    "HuggingFaceH4/MATH-500": "math",
+    "lighteval/MATH": "math",
+    "google/IFEval": "ifeval",
+}
+
+_SHARED = SharedPool()
+
+
+def _pick_verifier(data_source: Any, extra_info: Any, verifier: str | None) -> str:
+    if verifier:
+        return verifier
+    if isinstance(extra_info, dict) and extra_info.get("verifier"):
+        return str(extra_info["verifier"])
+    if isinstance(data_source, str):
+        if data_source in available():
+            return data_source
+        if data_source in DATA_SOURCE_VERIFIERS:
+            return DATA_SOURCE_VERIFIERS[data_source]
+    raise ValueError(f"rlvr compute_score: no verifier for data_source {data_source!r}; pass "
+                     "reward_kwargs.verifier, set extra_info['verifier'], or use a data_source "
+                     f"among {sorted(set(available()) | set(DATA_SOURCE_VERIFIERS))}")
+
+
+def _result(verdict: Verdict, where: str, log_components: bool) -> dict[str, float]:
+    if verdict.is_invalid:
+        raise ValueError(f"rlvr compute_score: {where}: invalid ground_truth: "
+                         f"{verdict.details.get('error')}")
+    result = {"score": float(verdict.score), "passed": float(verdict.passed)}
+    if log_components:
+        for name, component in verdict.details.get("components", {}).items():
+            result[f"{name}_score"] = float(component["score"])
+    return result
+
+
+def _case(data_source: Any, solution_str: str, ground_truth: Any, extra_info: Any,
+          verifier: str | None, timeout_s: float | None, options: dict[str, Any]) -> Case:
+    name = _pick_verifier(data_source, extra_info, verifier)
+    check_options(name, options)
+    return Case(name, solution_str, normalise_reference(name, ground_truth), options, timeout_s)
+
+
+def _run(cases: list[Case]) -> list[Verdict]:
+    with _SHARED.lock:
+        return _SHARED.get().verify(cases)
+
+
+def compute_score(data_source: Any, solution_str: str, ground_truth: Any,
+                  extra_info: dict[str, Any] | None = None, *, verifier: str | None = None,
+                  timeout_s: float | None = None, log_components: bool = False,
+                  options: dict[str, Any] | None = None, **_ignored: Any) -> dict[str, float]:
+    """Score one response (verl's per-item contract; see the module docstring)."""
+    case = _case(data_source, solution_str, ground_truth, extra_info, verifier, timeout_s,
+                 dict(options or {}))
+    return _result(_run([case])[0], f"data_source {data_source!r}", log_components)
+
+
+def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[str],
+                        ground_truths: Sequence[Any], extra_infos: Sequence[Any] | None = None,
+                        *, verifier: str | None = None, timeout_s: float | None = None,
+                        log_components: bool = False, options: dict[str, Any] | None = None,
+                        **_ignored: Any) -> list[dict[str, float]]:
+    """Score a batch in parallel (verl's BatchRewardManager contract)."""
+    extras = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
+    if data_sources is None:  # verl's offline evaluation passes None
+        data_sources = [None] * len(solution_strs)
+    cases = [_case(d, s, g, e, verifier, timeout_s, dict(options or {}))
+             for d, s, g, e in zip(data_sources, solution_strs, ground_truths, extras)]
+    return [_result(v, f"item {i}", log_components) for i, v in enumerate(_run(cases))]

@@ -1,0 +1,28 @@
+"""`rlvr merge-lora ADAPTER_DIR --out DIR [--base BASE_DIR]`: fold a LoRA adapter (a
+checkpoint of a LoRA run) into its base model and write a plain HF model dir."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def add_parser(sub: Any, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=__doc__)
+    p.add_argument("adapter", help="directory holding adapter_config.json")
+    p.add_argument("--out", required=True, help="where the merged model dir goes")
+    p.add_argument("--base", default=None, help="base model dir (default: the one recorded "
+                   "in adapter_config.json)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rlvr.models.lora import merge_lora
+
+    try:
+        out = merge_lora(args.adapter, args.out, args.base)
+    except (FileNotFoundError, ImportError) as exc:
+        print(f"rlvr merge-lora: {exc}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0
