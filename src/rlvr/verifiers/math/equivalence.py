@@ -1,0 +1,165 @@
+"""Exact comparison of an answer's shape with the gold's.
+
+Numbers compare exactly (rationals, radicals, pi as a symbol); expressions by symbolic
+simplification of their difference, never by numeric sampling with a tolerance. Sets
+and "find all" lists must match element for element (not any-pair: `1` is not
+`1, 2, 3`); tuples, intervals and matrices in order, with interval ends respected.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from rlvr.verifiers.math.expressions import Parsed, parse_expression
+from rlvr.verifiers.math.safety import MAX_NODES, node_count
+from rlvr.verifiers.math.structure import Shape
+
+ORDERED_KINDS = ("ordered", "matrix", "row")
+COLLECTION_KINDS = ("set", "list")
+
+
+def _clearly_nonzero(constant: sympy.Basic) -> bool:
+    """A constant whose 50-digit value is far from 0 is not 0. Numeric evaluation only
+    ever proves inequality here, never equality, so it adds no tolerance: values
+    closer than 1e-30 (1/2^99 - 1/2^98 ~ 1.6e-30) go on to exact simplification."""
+    try:
+        value = constant.evalf(50)
+    except Exception:
+        return False
+    return bool(value.is_Number and abs(value) > sympy.Float("1e-30", 50))
+
+
+def _is_zero(difference: sympy.Basic) -> bool:
+    if difference == 0:
+        return True
+    if difference.is_Number:
+        return False
+    if node_count(difference) > MAX_NODES // 2:
+        return False
+    if not difference.free_symbols and _clearly_nonzero(difference):
+        return False  # pi - 157/50: settled in microseconds instead of a slow simplify
+    for simplifier in (sympy.expand, sympy.radsimp, sympy.simplify):
+        try:
+            if simplifier(difference) == 0:
+                return True
+        except Exception:  # sympy raises many types on odd input; "not shown equal"
+            continue
+    return False
+
+
+def values_equal(answer: Parsed, gold: Parsed,
+                 percent_scale: tuple[sympy.Rational, ...] = (sympy.Integer(1),)) -> bool:
+    """`answer` equals `gold` exactly, allowing answer*scale for each percent scale."""
+    if answer.value is None or gold.value is None:
+        # a huge power or factorial: equal only when written the same way
+        return answer.tree == gold.tree
+    a, g = answer.value, gold.value
+    if not isinstance(a, sympy.Expr) or not isinstance(g, sympy.Expr):
+        return a == g
+    for scale in percent_scale:
+        candidate = a * scale if scale != 1 else a
+        try:
+            if _is_zero(candidate - g):
+                return True
+        except (TypeError, ValueError):
+            continue
+    return False
+
+
+def _line_equal(answer: tuple[Parsed, Parsed], gold: tuple[Parsed, Parsed]) -> bool:
+    """`y = 2x + 1` and `2x - y + 1 = 0`: lhs - rhs differ by a nonzero constant."""
+    if any(p.value is None or not isinstance(p.value, sympy.Expr) for p in (*answer, *gold)):
+        return False
+    a = answer[0].value - answer[1].value
+    g = gold[0].value - gold[1].value
+    if a == 0 or g == 0:
+        return a == g
+    try:
+        ratio = sympy.simplify(sympy.cancel(a / g))
+    except Exception:
+        return False
+    return ratio.is_number and ratio != 0 and bool(ratio.is_finite)
+
+
+def flat_items(shape: Shape) -> list[Shape]:
+    """The values of a collection; `\\{1 \\pm \\sqrt5, -2\\}` has three."""
+    if shape.kind not in COLLECTION_KINDS:
+        return [shape]
+    return [item for part in shape.parts for item in flat_items(part)]
+
+
+class Comparer:
+    """Compares shapes; `percent_scale` carries the percent rule for the top value."""
+
+    def __init__(self, percent_scale: tuple[sympy.Rational, ...] = (sympy.Integer(1),)) -> None:
+        self.percent_scale = percent_scale
+
+    def equal(self, answer: Shape, gold: Shape) -> bool:
+        if gold.kind == "relation":
+            return self._relation(answer, gold)
+        if answer.kind == "relation":
+            # `x = 3` answers gold `3`: the value after a single-symbol left side counts
+            return self._symbol_lhs(answer) and self.equal(answer.parts[1], gold)
+        if gold.kind in COLLECTION_KINDS or answer.kind in COLLECTION_KINDS:
+            return self._collection(answer, gold)
+        if answer.kind != gold.kind:
+            return False
+        if gold.kind == "expr":
+            return self._expr(answer.text, gold.text)
+        if gold.kind in ORDERED_KINDS:
+            return answer.brackets == gold.brackets and len(answer.parts) == len(gold.parts) \
+                and all(self.equal(a, g) for a, g in zip(answer.parts, gold.parts))
+        if gold.kind == "union":
+            return self._matching(list(answer.parts), list(gold.parts))
+        if gold.kind == "base":
+            return answer.text == gold.text and answer.base == gold.base
+        if gold.kind == "inequality":
+            return "".join(answer.text.split()) == "".join(gold.text.split())
+        return answer.text == gold.text  # choice, text
+
+    def _expr(self, answer_text: str, gold_text: str) -> bool:
+        if "".join(answer_text.split()) == "".join(gold_text.split()):
+            return True
+        answer, gold = parse_expression(answer_text), parse_expression(gold_text)
+        if answer is None or gold is None:
+            return False
+        return values_equal(answer, gold, self.percent_scale)
+
+    def _symbol_lhs(self, relation: Shape) -> bool:
+        lhs = relation.parts[0]
+        if lhs.kind != "expr":
+            return False
+        parsed = parse_expression(lhs.text)
+        return parsed is not None and isinstance(parsed.tree, sympy.Symbol)
+
+    def _relation(self, answer: Shape, gold: Shape) -> bool:
+        if answer.kind != "relation":
+            # gold `x = 5`, answer `5`
+            return self._symbol_lhs(gold) and self.equal(answer, gold.parts[1])
+        if self._symbol_lhs(gold) and self.equal(answer.parts[0], gold.parts[0]) \
+                and self.equal(answer.parts[1], gold.parts[1]):
+            return True
+        if not all(p.kind == "expr" for p in (*answer.parts, *gold.parts)):
+            return False
+        parsed = [parse_expression(p.text) for p in (*answer.parts, *gold.parts)]
+        if any(p is None for p in parsed):
+            return False
+        return _line_equal((parsed[0], parsed[1]), (parsed[2], parsed[3]))
+
+    def _collection(self, answer: Shape, gold: Shape) -> bool:
+        return self._matching(flat_items(answer), flat_items(gold))
+
+    def _matching(self, answer_items: list[Shape], gold_items: list[Shape]) -> bool:
+        """A one-to-one matching of every answer item to a gold item (greedy is enough:
+        equality is transitive, so an item equal to two gold items makes them equal)."""
+        if len(answer_items) != len(gold_items):
+            return False
+        unmatched = list(gold_items)
+        for item in answer_items:
+            for index, candidate in enumerate(unmatched):
+                if self.equal(item, candidate):
+                    del unmatched[index]
+                    break
+            else:
+                return False
+        return True

@@ -1,0 +1,80 @@
+"""Parse one LaTeX expression into sympy with a whitelisting parser, never eval.
+
+latex2sympy2_extended is an ANTLR grammar: it builds sympy objects node by node from
+the grammar's rules, so model text can only become numbers, symbols and the functions
+the grammar knows; nothing reaches Python's eval (its only parse_expr call is for
+caller-supplied variable values, which we never pass). Its own string normalisation is
+turned off: ours (normalize.py) runs first and we want one set of rules.
+
+Decimals are rewritten to fractions before parsing so that every number is exact:
+0.5 is 1/2, 0.33 is 33/100 (not 1/3), and no float tolerance can make 1/2^99 equal
+1/2^98.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy
+from latex2sympy2_extended import latex2sympy
+from latex2sympy2_extended.latex2sympy2 import ConversionConfig
+from latex2sympy2_extended.math_normalization import NormalizationConfig
+
+from rlvr.verifiers.math.safety import TooLarge, safe_evaluate
+
+MAX_LENGTH = 600  # characters; longer "answers" are spam, not expressions
+_NO_NORMALIZATION = NormalizationConfig(basic_latex=False, units=False, malformed_operators=False,
+                                        nits=False, boxed="none", equations=False)
+_CONVERSION = ConversionConfig(interpret_as_mixed_fractions=True,
+                               interpret_simple_eq_as_assignment=False,
+                               interpret_contains_as_eq=True, lowercase_symbols=False)
+_DECIMAL = re.compile(r"(?<![\d.])(\d*)\.(\d+)(?![\d.])")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A parsed expression: `value` when it could be evaluated safely, else only the
+    unevaluated `tree` (a huge power or factorial), compared structurally."""
+
+    tree: sympy.Basic
+    value: sympy.Basic | None
+
+
+def _decimals_to_fractions(text: str) -> str:
+    def exact(match: re.Match[str]) -> str:
+        whole, frac = match.group(1) or "0", match.group(2)
+        return "\\frac{%s}{1%s}" % ((whole + frac).lstrip("0") or "0", "0" * len(frac))
+    return _DECIMAL.sub(exact, text)
+
+
+def _prepare(text: str) -> str:
+    text = _decimals_to_fractions(text)
+    # `\frac 34` and `\frac9{19}`: single-token arguments the grammar may misread
+    text = re.sub(r"\\frac\s*(\d)\s*(\d)", r"\\frac{\1}{\2}", text)
+    text = re.sub(r"\\frac\s*(\d)(?=\s*\{)", r"\\frac{\1}", text)
+    text = re.sub(r"(\\frac\s*\{[^{}]*\})\s*([a-zA-Z0-9])", r"\1{\2}", text)
+    text = re.sub(r"\\sqrt\s*(\d)", r"\\sqrt{\1}", text)
+    return text
+
+
+@lru_cache(maxsize=4096)
+def parse_expression(text: str) -> Parsed | None:
+    """The parsed expression, or None when it does not parse (or is too long)."""
+    if not text or len(text) > MAX_LENGTH:
+        return None
+    try:
+        tree = latex2sympy(_prepare(text), normalization_config=_NO_NORMALIZATION,
+                           conversion_config=_CONVERSION)
+    except Exception:  # the grammar rejects the text: an unparseable answer, not a crash
+        return None
+    if not isinstance(tree, (sympy.Expr, sympy.MatrixBase)):
+        return None  # sets, relations, logic: the shape layer handles those, not sympy
+    try:
+        value = safe_evaluate(tree)
+    except TooLarge:
+        value = None
+    except (TypeError, ValueError, ArithmeticError, AttributeError, RecursionError):
+        return None
+    return Parsed(tree, value)

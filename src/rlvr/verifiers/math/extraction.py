@@ -1,0 +1,121 @@
+"""Find the final answer in a completion: the last `\\boxed{}`/`\\fbox{}`, `#### x`
+(GSM8K), `Answer: x` or `The final answer is x`; optionally the last number.
+
+Only the final answer counts. Every candidate is kept with its position so that the
+hedging checks can see what else sits in the final position (`\\boxed{2} or \\boxed{3}`)
+and what text comes right before it ("the answer is not ...").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_BOX_COMMAND = re.compile(r"\\(?:boxed|fbox)\s*\{")
+# Markers whose answer runs to the end of the line. "final answer is" also matches
+# "The final answer is: $x$." and "final answer: x".
+_LINE_MARKERS = re.compile(
+    r"####|\banswer\s*(?:is)?\s*:|\bfinal\s+answer\s*(?:is|:)\s*:?", re.IGNORECASE)
+_LAST_NUMBER = re.compile(r"[-\u2212]?\d[\d,]*(?:\.\d+)?|[-\u2212]?\.\d+")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One place the completion states an answer: `text` spans [start, end)."""
+
+    text: str
+    start: int
+    end: int
+    method: str  # "boxed" | "marker" | "last_number"
+
+
+def _match_brace(text: str, open_index: int) -> int | None:
+    """Index of the `}` closing the `{` at `open_index` (escaped braces skipped)."""
+    depth = 0
+    i = open_index
+    while i < len(text):
+        char = text[i]
+        if char == "\\":  # \{ and \} are literal braces of a set, not grouping
+            i += 2
+            continue
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def _unwrap_boxes(content: str) -> str:
+    r"""`\boxed{\boxed{x}}` -> `x`: a box whose whole content is another box."""
+    while True:
+        inner = content.strip()
+        match = _BOX_COMMAND.match(inner)
+        if not match:
+            return content
+        close = _match_brace(inner, match.end() - 1)
+        if close != len(inner) - 1:
+            return content
+        content = inner[match.end():close]
+
+
+def boxed_candidates(text: str) -> list[Candidate]:
+    """Every outermost box, in order; a box nested inside another is part of it."""
+    found: list[Candidate] = []
+    position = 0
+    while True:
+        match = _BOX_COMMAND.search(text, position)
+        if not match:
+            return found
+        close = _match_brace(text, match.end() - 1)
+        if close is None:  # unclosed box: the model ran out of tokens; not an answer
+            return found
+        content = _unwrap_boxes(text[match.end():close])
+        found.append(Candidate(content.strip(), match.start(), close + 1, "boxed"))
+        position = close + 1
+
+
+def _marker_candidates(text: str, boxes: list[Candidate]) -> list[Candidate]:
+    found = []
+    for match in _LINE_MARKERS.finditer(text):
+        line_end = text.find("\n", match.end())
+        line_end = len(text) if line_end < 0 else line_end
+        # "The final answer is \boxed{5}": the box states the answer, not the marker.
+        if any(match.end() <= box.start < line_end for box in boxes):
+            continue
+        content = text[match.end():line_end].strip()
+        content = _strip_sentence_wrapping(content)
+        found.append(Candidate(content, match.start(), line_end, "marker"))
+    return found
+
+
+def _strip_sentence_wrapping(content: str) -> str:
+    """`$5$.` -> `5`; `\\( 5 \\)` -> `5`: math delimiters and the closing full stop."""
+    content = content.strip()
+    # "The final answer is $x$. I hope it is correct.": the first math span is the answer
+    math_span = re.match(r"^(\$\$?)((?:\\.|[^$\\])+)\1", content) or re.match(r"^\\\((.+?)\\\)", content)
+    if math_span:
+        return math_span.group(math_span.lastindex).strip()
+    content = re.split(r"\.\s+(?=[A-Z])", content, maxsplit=1)[0]
+    content = re.sub(r"[.\s]+$", "", content)
+    for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"), ("**", "**")):
+        if content.startswith(left) and content.endswith(right) and len(content) >= len(left) + len(right):
+            content = content[len(left):len(content) - len(right)].strip()
+    return re.sub(r"[.\s]+$", "", content)
+
+
+def answer_candidates(text: str) -> list[Candidate]:
+    """All stated answers (boxes and line markers), ordered by position."""
+    boxes = boxed_candidates(text)
+    return sorted(boxes + _marker_candidates(text, boxes), key=lambda c: c.start)
+
+
+def last_number(text: str) -> Candidate | None:
+    """The last number in the text (the optional fallback for unmarked answers)."""
+    matches = list(_LAST_NUMBER.finditer(text))
+    if not matches:
+        return None
+    match = matches[-1]
+    return Candidate(match.group().rstrip(","), match.start(), match.end(), "last_number")

@@ -1,0 +1,69 @@
+"""Answers that try to win by saying several things: each scores 0 as "hedged".
+
+- several different answers in the final position (`\\boxed{2} or \\boxed{3}`,
+  `\\boxed{2}\\n\\boxed{3}`), or many different boxed answers anywhere (spamming);
+- an alternative inside the answer (`2 \\text{ or } 3`, `2 \\lor 3`);
+- a negated answer ("the answer is not \\boxed{5}", `\\boxed{\\neq 5}`).
+
+A correction is not a hedge: "I got \\boxed{3}. Wait, that is wrong: \\boxed{2}" ends on
+one answer, because the text between the two boxes is more than connecting words.
+Several values where the gold is one value (`\\{2, 3\\}` for gold 2) are judged in
+verifier.py, which knows the gold's shape.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rlvr.verifiers.math.extraction import Candidate
+
+SPAM_DISTINCT_BOXES = 4  # this many different boxed answers in one completion is spam
+
+# Glue between two answers that joins them into one final statement.
+_CONNECTING = re.compile(
+    r"\\quad|\\qquad|\\text\s*\{|\\textbf\s*\{|\\\(|\\\)|\\\[|\\\]|[\s$,;:/.&{}()*\\-]"
+    r"|\b(?:or|and|either|maybe|possibly|perhaps|alternatively|also|otherwise)\b",
+    re.IGNORECASE)
+_ALTERNATIVE = re.compile(
+    r"\\text\s*\{\s*or\s*\}|\bor\b|\\lor(?![a-zA-Z])|\\vee(?![a-zA-Z])|\beither\b|\\text\s*\{\s*and/or",
+    re.IGNORECASE)
+# Negation right before the answer: "is not", "isn't", "never", "\neq", "≠".
+_NEGATION_BEFORE = re.compile(
+    r"(?:\bnot|n't|\bnever|\\neq?|\u2260)\s*(?:equal(?:s)?\s*(?:to)?|be)?\s*[:=]?\s*[$(\\\[]*\s*$",
+    re.IGNORECASE)
+_NEGATION_INSIDE = re.compile(r"^\s*(?:\\neq?(?![a-zA-Z])|\u2260|not\b|\\text\s*\{\s*not\b)",
+                              re.IGNORECASE)
+_NEGATION_WINDOW = 40
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+def final_group(text: str, candidates: list[Candidate]) -> list[Candidate]:
+    """The last candidate and those before it joined to it by connecting words only."""
+    group = [candidates[-1]]
+    for previous in reversed(candidates[:-1]):
+        glue = text[previous.end:group[0].start]
+        if previous.end > group[0].start or _CONNECTING.sub("", glue):
+            break
+        group.insert(0, previous)
+    return group
+
+
+def hedge_reason(text: str, candidates: list[Candidate], group: list[Candidate]) -> str | None:
+    """Why the final answer is a hedge ("several_answers", "alternative", "negated",
+    "spamming"), or None. `group` is `final_group(...)` after the caller merged it
+    (a multi-valued gold may legitimately box each value)."""
+    if len({_squash(c.text) for c in group}) > 1:
+        return "several_answers"
+    boxed = {_squash(c.text) for c in candidates if c.method == "boxed"}
+    if len(boxed) >= SPAM_DISTINCT_BOXES:
+        return "spamming"
+    final = group[-1]
+    if _ALTERNATIVE.search(final.text):
+        return "alternative"
+    before = text[max(0, group[0].start - _NEGATION_WINDOW):group[0].start]
+    if _NEGATION_BEFORE.search(before) or _NEGATION_INSIDE.search(final.text):
+        return "negated"
+    return None

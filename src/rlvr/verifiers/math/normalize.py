@@ -1,0 +1,89 @@
+"""String normalisation of an extracted answer, before any parsing.
+
+Only rewrites that cannot change the value: unicode symbols to LaTeX, spacing macros,
+thousands separators (`1,000`, `1{,}000`, `1\\,000`), `\\dfrac`, units in `\\text{}`,
+degrees, dollar signs. Percent is recorded as a flag rather than dropped, because
+`25\\%` may stand for 25 or for 0.25 depending on the gold (see equivalence.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_UNICODE = {
+    "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u03c0": "\\pi ", "\u221a": "\\sqrt ",
+    "\u00d7": "\\times ", "\u22c5": "\\cdot ", "\u00b7": "\\cdot ", "\u00f7": "\\div ",
+    "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\neq ", "\u221e": "\\infty ",
+    "\u00b1": "\\pm ", "\u222a": "\\cup ", "\u2208": "\\in ", "\u00b0": "^\\circ ",
+    "\u2009": "", "\u202f": "", "\u00a0": " ",
+}
+# Spacing and sizing macros that never carry meaning.
+_NOISE = re.compile(r"\\(?:left|right|displaystyle|textstyle|big|Big|bigg|Bigg)(?![a-zA-Z])"
+                    r"|\\[!;:>]|\\quad|\\qquad|~")
+_TEXT_LIKE = re.compile(r"\\(?:mbox|mathrm|textbf|textit|textrm|mathbf|mathit|mathsf|operatorname|textnormal|texttt)\s*(?=\{)")
+_DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\^\s*\{\s*\}")
+_PERCENT = re.compile(r"\\?%")
+_THOUSANDS_MARKUP = re.compile(r"(?<=\d)(?:\{,\}|\\,|,\\!|\\!,)\s*(?=\d{3}(?!\d))")
+# 1,234,567 (not 10,100,1000, which is a list): groups of exactly three digits.
+_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d,])")
+_SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
+_TRAILING_TEXT = re.compile(r"^(?P<head>.*?\S)\s*\\text\s*\{[^{}]*\}(?:\s*\^\s*\{?\d\}?)?\s*$")
+_TRAILING_WORDS = re.compile(r"^(?P<head>.*\d)\s+[A-Za-z][A-Za-z ]*\.?$")
+_WORD_CONNECTIVES = re.compile(r"\b(?:or|and|not|nor|either)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """A cleaned answer: `text` (LaTeX), and what was stripped that still matters."""
+
+    text: str
+    percent: bool = False
+    degrees: bool = False
+
+
+def _apply_unicode(text: str) -> str:
+    return "".join(_UNICODE.get(char, char) for char in text)
+
+
+def _strip_math_delimiters(text: str) -> str:
+    text = text.strip()
+    for left, right in (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$")):
+        if text.startswith(left) and text.endswith(right) and len(text) >= len(left) + len(right):
+            text = text[len(left):len(text) - len(right)].strip()
+    return text.replace("$", "") if "\\$" not in text else text
+
+
+def _strip_units(text: str) -> str:
+    """`15\\mbox{ cm}^2` -> `15`; `5.4 cents` -> `5.4`. A lone `\\text{Evelyn}` stays."""
+    while True:
+        match = _TRAILING_TEXT.match(text)
+        if not match or not re.search(r"[\d}]", match.group("head")):
+            break
+        if _WORD_CONNECTIVES.search(text[match.end("head"):]):
+            break  # "2 \text{ or } 3" is hedging, not a unit; leave it for the checks
+        text = match.group("head")
+    match = _TRAILING_WORDS.match(text)
+    if match and not _WORD_CONNECTIVES.search(text[match.end("head"):]):
+        text = match.group("head")
+    return text
+
+
+def normalize(answer: str) -> Normalized:
+    """Clean `answer` (an extracted final answer) into comparable LaTeX."""
+    text = _strip_math_delimiters(_apply_unicode(answer))
+    text = _THOUSANDS_MARKUP.sub("", text)  # before `\!` and `\,` go as spacing
+    text = _NOISE.sub(" ", text)
+    text = re.sub(r"\\[dt]frac", r"\\frac", text)
+    text = _TEXT_LIKE.sub(r"\\text", text)
+    text = re.sub(r"(?<!\\)\\ ", " ", text.replace("\\$", ""))  # `\ ` but not `\\ `
+    text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
+    percent = bool(_PERCENT.search(text))
+    text = _PERCENT.sub("", text)
+    degrees = bool(_DEGREES.search(text))
+    text = _DEGREES.sub("", text)
+    text = _SCIENTIFIC.sub(r"\1\\times 10^{\2}", text)
+    text = _strip_units(" ".join(text.split()))
+    text = re.sub(r"\s*\\text\s*\{\s*\}", "", text)  # empty \text{} left by a unit strip
+    text = re.sub(r"[.\s]+$", "", text).strip()
+    return Normalized(text, percent, degrees)

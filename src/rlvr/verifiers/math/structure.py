@@ -1,0 +1,201 @@
+"""Split a normalised answer into its shape before any expression is parsed.
+
+Shape decides the comparison: `\\{1,2\\}` and `1, 2` are unordered collections,
+`(1,2]` and `(3, 4)` are ordered with their end brackets, `A \\cup B` is a set of
+intervals, `x = 3` is a relation, `\\text{(C)}` a choice, `\\text{Evelyn}` text,
+`204_5` a numeral in base 5. Splitting is done here on the string, at top-level
+commas and operators, so that latex2sympy only ever sees single expressions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_OPEN = "([{"
+_CLOSE = ")]}"
+_CHOICE = re.compile(r"^\(?\s*([A-E])\s*\)(?:\s*.*)?$|^([A-E])$")
+_BASE_NUMERAL = re.compile(r"^([0-9A-Fa-f]+)_\{?(\d+)\}?$")
+_TEXT_WRAPPED = re.compile(r"^\\text\s*\{([^{}]*)\}$")
+_MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.S)
+_SET_PREFIX = re.compile(r"^[a-zA-Z]\s*\\in\s*")
+_RELATIONS = re.compile(r"\\leq?(?![a-zA-Z])|\\geq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])|<=|>=|<|>"
+                        r"|\\neq?(?![a-zA-Z])")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A node of the answer's shape.
+
+    kind:  "expr" (one expression, `text`), "relation" (`parts` = lhs, rhs),
+           "set" (unordered), "list" (unordered: a "find all" answer), "ordered"
+           (tuple or interval; `brackets` = its two end brackets), "union" (of
+           ordered parts), "matrix" (`parts` = rows, each a "row" node), "choice"
+           (`text` = letter), "text" (`text` = words), "base" (`text` = digits,
+           `base`), "inequality" (`text`; compared as a string), "empty".
+    """
+
+    kind: str
+    text: str = ""
+    parts: tuple["Shape", ...] = ()
+    brackets: str = ""
+    base: int = 0
+
+
+def split_top_level(text: str, separator: str) -> list[str]:
+    """`text` split at `separator` where no bracket or brace is open."""
+    pieces, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        char = text[i]
+        if depth == 0 and text.startswith(separator, i):
+            pieces.append(text[start:i])
+            start = i = i + len(separator)
+            continue
+        if char == "\\":
+            if text[i + 1:i + 2] in ("{", "}"):  # \{ \} delimit a set
+                depth += 1 if text[i + 1] == "{" else -1
+            i += 2
+            continue
+        if char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            depth -= 1
+        i += 1
+    pieces.append(text[start:])
+    return [p.strip() for p in pieces]
+
+
+def _encloses(text: str) -> bool:
+    """Whether the bracket opening `text` closes at its very end."""
+    depth = 0
+    for i, char in enumerate(text):
+        if char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return i == len(text) - 1
+    return False
+
+
+def _strip_text_wrappers(text: str) -> str:
+    return re.sub(r"\\text\s*\{([^{}]*)\}", r"\1", text).strip()
+
+
+def _choice(text: str) -> str | None:
+    match = _CHOICE.match(_strip_text_wrappers(text).replace("\\textbf", ""))
+    return (match.group(1) or match.group(2)) if match else None
+
+
+def is_text_answer(text: str) -> bool:
+    """Words, not math: `\\text{Evelyn}`, `east`, `ellipse` (three letters or more)."""
+    inner = _TEXT_WRAPPED.match(text)
+    if inner:
+        return bool(re.search(r"[A-Za-z]", inner.group(1)))
+    return bool(re.fullmatch(r"[A-Za-z]{3,}(?: [A-Za-z]+)*", text))
+
+
+def _ordered_or_group(text: str) -> Shape:
+    inner = text[1:-1].strip()
+    items = split_top_level(inner, ",")
+    if len(items) == 1:
+        if text[0] == "(" and text[-1] == ")":
+            return parse_shape(inner)  # plain grouping parentheses
+        return Shape("ordered", brackets=text[0] + text[-1], parts=(parse_shape(inner),))
+    return Shape("ordered", brackets=text[0] + text[-1], parts=tuple(parse_shape(i) for i in items))
+
+
+def _matrix(body: str) -> Shape:
+    rows = [r for r in split_top_level(body.strip(), "\\\\") if r.strip()]
+    return Shape("matrix", parts=tuple(
+        Shape("row", parts=tuple(parse_shape(cell) for cell in split_top_level(row, "&")))
+        for row in rows))
+
+
+def _plus_minus(text: str) -> Shape | None:
+    """`1 \\pm \\sqrt{19}` -> the list of its two values."""
+    pieces = split_top_level(text, "\\pm")
+    if len(pieces) != 2:
+        pieces = split_top_level(text, "\\mp")
+        if len(pieces) != 2:
+            return None
+    left, right = pieces
+    values = [f"{left}+{right}", f"{left}-{right}"] if left else [f"+{right}", f"-{right}"]
+    return Shape("list", parts=tuple(Shape("expr", v) for v in values))
+
+
+def parse_shape(text: str) -> Shape:
+    """The shape of a normalised answer (see `Shape`)."""
+    text = text.strip()
+    if not text:
+        return Shape("empty")
+    letter = _choice(text)
+    if letter:
+        return Shape("choice", letter)
+    if is_text_answer(text):
+        return Shape("text", " ".join(_strip_text_wrappers(text).lower().split()))
+    text = _SET_PREFIX.sub("", text)
+    union = split_top_level(text, "\\cup")
+    if len(union) > 1:
+        return Shape("union", parts=tuple(parse_shape(u) for u in union))
+    matrix = _MATRIX.match(text)
+    if matrix:
+        return _matrix(matrix.group(2))
+    if text.startswith("\\{") and text.endswith("\\}"):
+        inner = text[2:-2]
+        return Shape("set", parts=tuple(parse_shape(i) for i in split_top_level(inner, ",") if i))
+    items = split_top_level(text, ",")
+    if len(items) > 1:
+        return Shape("list", parts=tuple(parse_shape(i) for i in items))
+    if text[0] in "([" and text[-1] in ")]" and _encloses(text):
+        return _ordered_or_group(text)
+    if has_relation_operator(text):
+        return _inequality(text)
+    sides = split_top_level(text, "=")
+    if len(sides) > 1:
+        return Shape("relation", parts=(parse_shape(sides[0]), parse_shape(sides[-1])))
+    plus_minus = _plus_minus(text)
+    if plus_minus:
+        return plus_minus
+    base = _BASE_NUMERAL.match(text)
+    if base and int(base.group(2)) != 10:
+        return Shape("base", base.group(1).upper().lstrip("0") or "0", base=int(base.group(2)))
+    return Shape("expr", text)
+
+
+_LESS = {"<": "<", "\\lt": "<", "\\le": "<=", "\\leq": "<=", "<=": "<=",
+         ">": ">", "\\gt": ">", "\\ge": ">=", "\\geq": ">=", ">=": ">="}
+_COMPARISON = re.compile(r"\\leq?(?![a-zA-Z])|\\geq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])|<=|>=|<|>")
+_VARIABLE = re.compile(r"^[a-zA-Z]$")
+
+
+def _inequality(text: str) -> Shape:
+    """`-2 \\le x < 7` -> the interval `[-2, 7)`; `x > 5` -> `(5, \\infty)`. Anything
+    else (`x \\neq 3`, two variables) stays an "inequality" compared as a string."""
+    operators = [_LESS[m.group()] for m in _COMPARISON.finditer(text)]
+    terms = [t.strip() for t in _COMPARISON.split(text)]
+    if "\\neq" in text or "\\ne " in text or not 2 <= len(terms) <= 3 or not all(terms):
+        return Shape("inequality", text)
+    if len(terms) == 3 and _VARIABLE.match(terms[1]) and operators[0][0] == operators[1][0]:
+        low, high = (terms[0], terms[2]) if operators[0][0] == "<" else (terms[2], terms[0])
+        low_closed, high_closed = (operators[0].endswith("="), operators[1].endswith("="))
+        if operators[0][0] == ">":
+            low_closed, high_closed = high_closed, low_closed
+    elif len(terms) == 2 and (_VARIABLE.match(terms[0]) or _VARIABLE.match(terms[1])):
+        # put the variable on the left: `5 < x` is `x > 5`
+        bound, op = (terms[1], operators[0]) if _VARIABLE.match(terms[0]) else \
+            (terms[0], operators[0].translate(str.maketrans("<>", "><")))
+        closed = op.endswith("=")
+        if op[0] == ">":
+            low, high, low_closed, high_closed = bound, "\\infty", closed, False
+        else:
+            low, high, low_closed, high_closed = "-\\infty", bound, False, closed
+    else:
+        return Shape("inequality", text)
+    brackets = ("[" if low_closed else "(") + ("]" if high_closed else ")")
+    return Shape("ordered", brackets=brackets, parts=(parse_shape(low), parse_shape(high)))
+
+
+def has_relation_operator(text: str) -> bool:
+    """`<`, `\\le`, `\\neq`, ...: inequality answers (not yet compared structurally)."""
+    return bool(_RELATIONS.search(text))

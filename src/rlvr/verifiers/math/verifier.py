@@ -1,0 +1,141 @@
+"""The math verifier ("math"): is the completion's final answer equal to the gold?
+
+Pipeline: extraction (last box or answer marker) -> hedging checks -> normalisation
+-> shape (sets, tuples, relations, ...) -> exact symbolic comparison. Each step is its
+own module; this one wires them and names the outcome:
+
+    correct        the final answer equals the gold
+    wrong_answer   it does not
+    no_answer      nothing marked as a final answer (or an empty box)
+    hedged         several answers, an alternative, a negation, or several values
+                   for a single-valued gold (details["hedge"] says which)
+    unparseable    the answer is not text we can read as math, and not equal as text
+    too_large      the answer is a number too large to evaluate (`9^{9^{9^9}}`) and is
+                   not written exactly as the gold
+
+The gold is parsed once per distinct string (cached), since a GRPO group checks many
+completions against one gold.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+from typing import Any
+
+import sympy
+
+from rlvr.verifiers.base import InvalidReference, Verdict
+from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer
+from rlvr.verifiers.math.expressions import parse_expression
+from rlvr.verifiers.math.extraction import Candidate, answer_candidates, last_number
+from rlvr.verifiers.math.hedging import final_group, hedge_reason
+from rlvr.verifiers.math.normalize import Normalized, normalize
+from rlvr.verifiers.math.structure import Shape, parse_shape
+
+FALLBACKS = (None, "last_number")
+_AND = re.compile(r"\s*\\text\s*\{\s*and\s*\}\s*|\s+and\s+")
+_ONE = sympy.Integer(1)
+
+
+@lru_cache(maxsize=4096)
+def _read(answer: str) -> tuple[Normalized, Shape]:
+    normalized = normalize(answer)
+    return normalized, parse_shape(_AND.sub(", ", normalized.text))
+
+
+def _gold_text(reference: Any) -> str:
+    """The gold as a string. Numbers are accepted too (AMC23 stores `27.0`): an
+    integer-valued float is that integer, others their shortest decimal."""
+    if isinstance(reference, bool) or not isinstance(reference, (str, int, float)):
+        raise InvalidReference("math: reference must be the gold answer as a string (or a "
+                               f"number), got {type(reference).__name__}")
+    if isinstance(reference, float):
+        if not math.isfinite(reference):
+            raise InvalidReference(f"math: reference is not a finite number: {reference!r}")
+        return str(int(reference)) if reference.is_integer() else repr(reference)
+    text = str(reference).strip()
+    if not text:
+        raise InvalidReference("math: reference (gold answer) is empty")
+    return text
+
+
+def _percent_scales(answer: Normalized, gold: Normalized) -> tuple[sympy.Rational, ...]:
+    """`25\\%` equals 25 and 0.25; a gold `25\\%` accepts 25 and 0.25. Never 200 for 2."""
+    if answer.percent and not gold.percent:
+        return (_ONE, sympy.Rational(1, 100))
+    if gold.percent and not answer.percent:
+        return (_ONE, sympy.Integer(100))
+    return (_ONE,)
+
+
+def _leaves(shape: Shape) -> list[Shape]:
+    return [shape] if not shape.parts else [leaf for p in shape.parts for leaf in _leaves(p)]
+
+
+def _failure_reason(shape: Shape) -> str:
+    for leaf in _leaves(shape):
+        if leaf.kind == "expr":
+            parsed = parse_expression(leaf.text)
+            if parsed is None:
+                return "unparseable"
+            if parsed.value is None:
+                return "too_large"
+    return "wrong_answer"
+
+
+class MathVerifier:
+    """Final-answer equivalence for math.
+
+    fallback: None (default) — only a box or an answer marker counts as an answer;
+              "last_number" — with neither, the last number in the text is the answer
+              (for plain-text datasets; off for boxed-style data so that a stray number
+              in the reasoning cannot score).
+    """
+
+    name = "math"
+
+    def __init__(self, fallback: str | None = None) -> None:
+        if fallback not in FALLBACKS:
+            raise ValueError(f"math: fallback must be one of {FALLBACKS}, got {fallback!r}")
+        self.fallback = fallback
+
+    def check_reference(self, reference: Any) -> None:
+        _gold_text(reference)
+
+    def _candidates(self, completion: str) -> list[Candidate]:
+        candidates = answer_candidates(completion)
+        if not candidates and self.fallback == "last_number":
+            number = last_number(completion)
+            candidates = [number] if number else []
+        return candidates
+
+    def verify(self, completion: str, reference: Any) -> Verdict:
+        gold_norm, gold = _read(_gold_text(reference))
+        candidates = self._candidates(completion or "")
+        if not candidates:
+            return Verdict.wrong("no_answer", answer=None)
+        group = final_group(completion, candidates)
+        if gold.kind in COLLECTION_KINDS and len(group) > 1:
+            # a multi-valued gold: boxing each value (`\boxed{2}, \boxed{3}`) is one answer
+            merged = ", ".join(c.text for c in group)
+            group = [Candidate(merged, group[0].start, group[-1].end, group[-1].method)]
+        answer_text = group[-1].text
+        details: dict[str, Any] = {"answer": answer_text[:500], "method": group[-1].method}
+        if not answer_text.strip():
+            return Verdict.wrong("no_answer", empty_box=True, **details)
+        hedge = hedge_reason(completion, candidates, group)
+        if hedge:
+            return Verdict.wrong("hedged", hedge=hedge, **details)
+        answer_norm, answer = _read(answer_text)
+        details["normalized"] = answer_norm.text[:500]
+        if answer.kind == "empty":
+            return Verdict.wrong("no_answer", **details)
+        if answer.kind in COLLECTION_KINDS and gold.kind not in COLLECTION_KINDS \
+                and len(answer.parts) > 1:
+            return Verdict.wrong("hedged", hedge="several_values", **details)
+        comparer = Comparer(_percent_scales(answer_norm, gold_norm))
+        if comparer.equal(answer, gold):
+            return Verdict.correct(**details)
+        return Verdict.wrong(_failure_reason(answer), **details)
