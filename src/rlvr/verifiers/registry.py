@@ -16,7 +16,6 @@ from typing import Any, Callable
 
 from rlvr.verifiers.base import Verifier
 
-
 @dataclass(frozen=True)
 class VerifierSpec:
     """How to build a verifier, and the wall-clock limit one check gets by default."""
@@ -24,7 +23,6 @@ class VerifierSpec:
     target: str | Callable[..., Verifier]  # "module:attr" or a factory
     timeout_s: float = 5.0
     description: str = ""
-
 
 # name -> spec. Add a line here when a built-in verifier lands.
 _BUILTINS: dict[str, VerifierSpec] = {
@@ -40,11 +38,12 @@ _BUILTINS: dict[str, VerifierSpec] = {
                               "weighted, gated combination of verifiers (options: components)"),
     "r1_math": VerifierSpec("rlvr.verifiers.composite:r1_math", 7.0,
                             "composite: format gate, then math accuracy (DeepSeek-R1 style)"),
+    "code": VerifierSpec("rlvr.verifiers.code:CodeVerifier", 60.0,
+                         "program passes its tests in a bubblewrap sandbox (HumanEval/MBPP/io)"),
 }
 
 _REGISTERED: dict[str, VerifierSpec] = {}
 _INSTANCES: dict[tuple[str, str], Verifier] = {}
-
 
 def register(name: str, factory: Callable[..., Verifier], timeout_s: float = 5.0,
              description: str = "") -> None:
@@ -53,11 +52,9 @@ def register(name: str, factory: Callable[..., Verifier], timeout_s: float = 5.0
         raise ValueError(f"verifier name {name!r} is taken by a built-in")
     _REGISTERED[name] = VerifierSpec(factory, timeout_s, description)
 
-
 def available() -> dict[str, VerifierSpec]:
     """Every verifier name this process knows, built-ins first."""
     return {**_BUILTINS, **_REGISTERED}
-
 
 def spec_for(name: str) -> VerifierSpec:
     if name in _REGISTERED:
@@ -69,13 +66,11 @@ def spec_for(name: str) -> VerifierSpec:
     known = ", ".join(sorted(available()))
     raise KeyError(f"unknown verifier {name!r} (known: {known}; or give 'module:Class')")
 
-
 def _resolve(target: str | Callable[..., Verifier]) -> Callable[..., Verifier]:
     if callable(target):
         return target
     module_name, _, attr = target.partition(":")
     return getattr(importlib.import_module(module_name), attr)
-
 
 def get_verifier(name: str, **options: Any) -> Verifier:
     """The verifier called `name`, built with `options`; instances are cached per

