@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from rlvr.verifiers.base import Verifier
 
+
 @dataclass(frozen=True)
 class VerifierSpec:
     """How to build a verifier, and the wall-clock limit one check gets by default."""
@@ -23,6 +24,7 @@ class VerifierSpec:
     target: str | Callable[..., Verifier]  # "module:attr" or a factory
     timeout_s: float = 5.0
     description: str = ""
+
 
 # name -> spec. Add a line here when a built-in verifier lands.
 _BUILTINS: dict[str, VerifierSpec] = {
@@ -45,6 +47,7 @@ _BUILTINS: dict[str, VerifierSpec] = {
 _REGISTERED: dict[str, VerifierSpec] = {}
 _INSTANCES: dict[tuple[str, str], Verifier] = {}
 
+
 def register(name: str, factory: Callable[..., Verifier], timeout_s: float = 5.0,
              description: str = "") -> None:
     """Register a verifier factory under `name` (in this process only)."""
@@ -52,9 +55,11 @@ def register(name: str, factory: Callable[..., Verifier], timeout_s: float = 5.0
         raise ValueError(f"verifier name {name!r} is taken by a built-in")
     _REGISTERED[name] = VerifierSpec(factory, timeout_s, description)
 
+
 def available() -> dict[str, VerifierSpec]:
     """Every verifier name this process knows, built-ins first."""
     return {**_BUILTINS, **_REGISTERED}
+
 
 def spec_for(name: str) -> VerifierSpec:
     if name in _REGISTERED:
@@ -66,11 +71,13 @@ def spec_for(name: str) -> VerifierSpec:
     known = ", ".join(sorted(available()))
     raise KeyError(f"unknown verifier {name!r} (known: {known}; or give 'module:Class')")
 
+
 def _resolve(target: str | Callable[..., Verifier]) -> Callable[..., Verifier]:
     if callable(target):
         return target
     module_name, _, attr = target.partition(":")
     return getattr(importlib.import_module(module_name), attr)
+
 
 def get_verifier(name: str, **options: Any) -> Verifier:
     """The verifier called `name`, built with `options`; instances are cached per
