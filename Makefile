@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/rlvr verify --input examples/verify_cases.jsonl
+	$(VENV)/bin/rlvr train
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q

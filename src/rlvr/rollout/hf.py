@@ -151,7 +151,8 @@ class _StopChecker:
     def __init__(self, tokenizer: Any, stops: Sequence[str]) -> None:
         self.tokenizer = tokenizer
         self.stops = tuple(s for s in stops if s)
-        self.window = max(len(s) for s in self.stops) + 1
+        # A few spare tokens: special tokens decode to nothing.
+        self.window = max(len(s) for s in self.stops) + 8
 
     def hit(self, ids: torch.Tensor) -> bool:
         tail = self.tokenizer.decode(ids[-self.window:].tolist(), skip_special_tokens=True)

@@ -55,7 +55,8 @@ class ArithmeticConfig:
 
     min_digits: int = _doc("fewest digits per operand", default=2)
     max_digits: int = _doc("most digits per operand", default=2)
-    ops: tuple[str, ...] = _doc("operators drawn uniformly, from + - *", default=("+", "-"))
+    ops: tuple[str, ...] = _doc("operators drawn uniformly, from + - * (worked solutions "
+                                 "exist for + only)", default=("+",))
     template: str = _doc("problem text; fields {a} {op} {b}", default="{a}{op}{b}=")
     train_size: int = _doc("distinct training problems generated", default=6000)
 
@@ -72,7 +73,7 @@ class DataConfig:
     default_verifier: str = _doc("verifier for rows that name none", default="exact")
     arithmetic: ArithmeticConfig = _doc("the built-in task",
                                         default_factory=ArithmeticConfig)
-    eval_size: int = _doc("held-out problems evaluated (0 = all of eval_path)", default=300)
+    eval_size: int = _doc("held-out problems evaluated (0 = all of eval_path)", default=200)
 
 
 @dataclass
@@ -90,7 +91,7 @@ class PromptConfig:
 class SamplingConfig:
     prompts_per_step: int = _doc("problems per generation batch", default=32)
     group_size: int = _doc("completions sampled per problem (G)", default=8)
-    max_new_tokens: int = _doc("completion length limit, in tokens", default=8)
+    max_new_tokens: int = _doc("completion length limit, in tokens", default=28)
     temperature: float = _doc("sampling temperature (> 0 for training)", default=1.0)
     top_p: float = _doc("nucleus sampling mass (1 = off)", default=1.0)
     top_k: int = _doc("keep the k most likely tokens (0 = off)", default=0)
@@ -158,7 +159,7 @@ class AlgorithmConfig:
 
 @dataclass
 class OptimConfig:
-    lr: float = _doc("peak learning rate (AdamW)", default=2e-4)
+    lr: float = _doc("peak learning rate (AdamW)", default=5e-4)
     weight_decay: float = _doc("AdamW weight decay", default=0.0)
     betas: tuple[float, float] = _doc("AdamW betas", default=(0.9, 0.99))
     warmup_steps: int = _doc("optimizer steps of linear warmup", default=5)
@@ -170,7 +171,7 @@ class OptimConfig:
 
 @dataclass
 class SFTConfig:
-    steps: int = _doc("supervised warm-start steps before RL (0 = none)", default=120)
+    steps: int = _doc("supervised warm-start steps before RL (0 = none)", default=600)
     batch_size: int = _doc("worked examples per step", default=64)
     lr: float = _doc("peak learning rate", default=3e-3)
     warmup_steps: int = _doc("steps of linear warmup", default=20)

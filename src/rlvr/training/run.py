@@ -47,6 +47,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
           progress: Progress | None = None) -> dict[str, Any]:
     """Run (or resume) training in `run_dir`; returns the summary written to summary.json."""
     started = time.perf_counter()
+    train_records, held_out = load_data(cfg.data, cfg.seed)  # bad rows fail before anything
     run = RunDir(run_dir).create()
     progress = progress or Progress(cfg.steps, quiet=True)
     checkpoint = latest_checkpoint(run.checkpoints) if resume else None
@@ -56,7 +57,6 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         save_config(cfg, run.config)
     seed_everything(cfg.seed)
     model, tokenizer = load_policy(cfg.model, cfg.seed, checkpoint)
-    train_records, held_out = load_data(cfg.data, cfg.seed)
     renderer = prompt_renderer(cfg.prompt, tokenizer)
     engine = HFRolloutEngine(model, tokenizer, cfg.sampling.max_batch_rows)
     verifiers = {cfg.reward.verifier} if cfg.reward.verifier else {r.verifier for r in train_records}

@@ -1,0 +1,77 @@
+"""The loop's algorithm switches run end to end on a tiny model: KL (loss / reward), no
+reference model at beta = 0, DAPO dynamic sampling, soft overlong penalty, GSPO,
+several epochs x minibatches."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import rlvr.training.run as run_module
+from rlvr.training.run import train
+from train_helpers import tiny_config
+
+
+@pytest.fixture
+def length_reward(monkeypatch):
+    """A reward that differs within groups even for an untrained model (workers import
+    it by path, so the tests dir goes on their PYTHONPATH)."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent),
+                                                      os.environ.get("PYTHONPATH", "")]))
+    return "reward.verifier=train_helpers:LengthVerifier"
+
+
+def metrics(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_no_reference_model_at_beta_zero(tmp_path, monkeypatch):
+    built = []
+    real = run_module._reference_model
+    monkeypatch.setattr(run_module, "_reference_model",
+                        lambda *a: built.append(real(*a)) or built[-1])
+    train(tiny_config("steps=1", "sft.steps=0", "algorithm.kl_beta=0"), tmp_path / "r")
+    assert built == [None]
+    assert not (tmp_path / "r" / "reference").exists()
+    assert "kl" not in metrics(tmp_path / "r")[0]
+
+
+@pytest.mark.parametrize("extra", [
+    ["algorithm.kl_beta=0.1", "algorithm.kl_in=loss", "algorithm.kl_estimator=k3",
+     "algorithm.entropy_coef=0.01"],
+    ["algorithm.kl_beta=0.1", "algorithm.kl_in=reward", "algorithm.kl_estimator=k1",
+     "algorithm.policy_loss=gspo", "algorithm.eps_low=3e-4", "algorithm.eps_high=4e-4",
+     "algorithm.advantage=rloo", "reward.overlong=soft", "reward.overlong_buffer=2",
+     "algorithm.epochs=2", "algorithm.minibatches=2", "algorithm.recompute_old_logprobs=true"],
+])
+def test_kl_and_variants_run(tmp_path, extra, length_reward):
+    summary = train(tiny_config("steps=2", "sft.steps=0", length_reward, *extra),
+                    tmp_path / "r")
+    lines = metrics(tmp_path / "r")
+    assert [m["step"] for m in lines] == [1, 2]
+    assert (tmp_path / "r" / "reference" / "config.json").exists()
+    # step 1 starts from the reference itself, so its KL is ~0; it grows after updates
+    assert lines[0]["kl"] == pytest.approx(0.0, abs=1e-3) and lines[1]["kl"] > 0
+    assert summary["steps"] == 2
+
+
+def test_dynamic_sampling_keeps_only_informative_groups(tmp_path, length_reward):
+    train(tiny_config("steps=2", "sft.steps=0", "algorithm.dynamic_sampling=true",
+                      "algorithm.max_draws=3", length_reward), tmp_path / "r")
+    for m in metrics(tmp_path / "r"):
+        assert 1 <= m["dynamic/draws"] <= 3
+        assert m["dynamic/groups_kept"] <= 4
+        if m["dynamic/groups_kept"] == 4:  # a full batch holds no uniform group
+            assert m["groups_uniform"] == 0.0
+
+
+def test_overlong_mask_leaves_nothing_to_learn_from_truncated_attempts(tmp_path, length_reward):
+    # 2 new tokens: an untrained model almost never ends by then, so every attempt is cut.
+    train(tiny_config("steps=1", "sft.steps=0", "sampling.max_new_tokens=2",
+                      "reward.overlong=mask", length_reward), tmp_path / "r")
+    m = metrics(tmp_path / "r")[0]
+    assert m["truncation_rate"] == 1.0 and m["reward/std"] > 0
+    assert m["grad_norm"] == 0.0
