@@ -42,6 +42,8 @@ def main() -> None:
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--prompts", type=int, default=16, help="distinct prompts drawn from")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads on both sides "
+                        "(OMP_NUM_THREADS; 0 = torch's default, every core)")
     parser.add_argument("--side", choices=["rlvr"], help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", help=argparse.SUPPRESS)
     parser.add_argument("--prompts-file", help=argparse.SUPPRESS)
@@ -58,10 +60,14 @@ def main() -> None:
         common = ["--group", str(args.group), "--max-new-tokens", str(args.max_new_tokens),
                   "--steps", str(args.steps)]
         rlvr = run_side([sys.executable, __file__, "--side", "rlvr", "--model-dir",
-                         str(model_dir), "--prompts-file", str(prompts_file), *common], scratch)
+                         str(model_dir), "--prompts-file", str(prompts_file), *common], scratch, args.threads)
         trl = run_side([sys.executable, str(HERE / "bench_vs_trl_trl_side.py"), "--model",
                         str(model_dir), "--prompts", str(prompts_file),
-                        "--out", str(Path(scratch) / "trl"), *common], scratch)
+                        "--out", str(Path(scratch) / "trl"), *common], scratch, args.threads)
+    if args.threads > 0:
+        import torch
+
+        torch.set_num_threads(args.threads)
     rate = matmul_flops_per_s()
     report(args, model_dir, rlvr, trl, rate)
 
@@ -81,8 +87,10 @@ def chat_prompts(count: int) -> list[list[dict[str, str]]]:
     return [[{"role": "user", "content": q}] for q in (questions * count)[:count]]
 
 
-def run_side(command: list[str], scratch: str) -> dict:
+def run_side(command: list[str], scratch: str, threads: int) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(HERE)])}
+    if threads > 0:
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
     began = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=scratch)
     if done.returncode != 0:
@@ -128,8 +136,9 @@ def prompt_token_mean(model_dir: str, prompts: list) -> float:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    lengths = [len(tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=True))
-               for p in prompts]
+    texts = [tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=False)
+             for p in prompts]
+    lengths = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
     return statistics.mean(lengths)
 
 
@@ -168,11 +177,12 @@ def report(args, model_dir: Path, rlvr: dict, trl: dict, rate: float) -> None:
     prompt, completion = rlvr["prompt_tokens"], rlvr["tokens_per_step"]
     # generation: one prefill of the prompt per row + one forward per new token;
     # update: forward + backward over every row's prompt and completion.
-    flops = 2 * n * (args.group * prompt + completion) + 6 * n * (args.group * prompt + completion)
+    flops = 8 * n * (args.group * prompt + completion)  # 2N generation + 6N update
     floor = flops / rate
     r, t = median(rlvr), median(trl)
     print(f"model {model_dir} ({n / 1e6:.0f}M matmul params), group {args.group}, "
           f"max {args.max_new_tokens} new tokens, {args.steps} steps per side, "
+          f"threads {args.threads or 'default'}, "
           f"load average {os.getloadavg()[0]:.1f}")
     for name, side, median_s in (("rlvr", rlvr, r), ("trl", trl, t)):
         print(f"{name:5s} median {median_s:7.2f} s/step  steps {fmt(side['step_seconds'])}  "
