@@ -60,7 +60,8 @@ def main() -> None:
         common = ["--group", str(args.group), "--max-new-tokens", str(args.max_new_tokens),
                   "--steps", str(args.steps)]
         rlvr = run_side([sys.executable, __file__, "--side", "rlvr", "--model-dir",
-                         str(model_dir), "--prompts-file", str(prompts_file), *common], scratch, args.threads)
+                         str(model_dir), "--prompts-file", str(prompts_file), *common],
+                        scratch, args.threads)
         trl = run_side([sys.executable, str(HERE / "bench_vs_trl_trl_side.py"), "--model",
                         str(model_dir), "--prompts", str(prompts_file),
                         "--out", str(Path(scratch) / "trl"), *common], scratch, args.threads)

@@ -23,8 +23,7 @@ def shared_prompt_logits(model: Any, input_ids: torch.Tensor, attention_mask: to
     as rlvr.training.batch packs them (prompt left-padded to P columns). None when no two
     rows share a prompt, or when the model recomputes activations (gradient
     checkpointing turns the KV cache off in training)."""
-    if getattr(model, "is_activation_checkpointing",
-               getattr(model, "is_gradient_checkpointing", False)):
+    if _recomputes_activations(model):
         return None
     rows, width = completion_ids.shape
     prompt_width = input_ids.shape[1] - width
@@ -62,3 +61,10 @@ def _group_logits(model: Any, prompt: tuple[int, ...], completions: torch.Tensor
 
 def _cache_kwarg(model: Any) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _recomputes_activations(model: Any) -> bool:
+    flag = getattr(model, "is_activation_checkpointing", None)  # transformers >= 5.2x
+    if flag is None:
+        flag = getattr(model, "is_gradient_checkpointing", False)
+    return bool(flag)
