@@ -7,7 +7,7 @@ subprocess, so its peak memory (ru_maxrss) is its own. Reported: median seconds 
 step (the first, warm-up step excluded), generated tokens/s, peak RSS, and rlvr's floor:
 the step's FLOPs (2·N per token forward for generation, 6·N per token forward+backward
 for the update, N = the parameters used in matmuls) at this machine's matmul rate,
-measured in the same run.
+measured in the same run (the prompt counted once per step: the G samples share it).
 
     RLVR_SHARED_DATA=/path/to/shared/data python benchmarks/bench_vs_trl.py --steps 4
 
@@ -176,9 +176,10 @@ def report(args, model_dir: Path, rlvr: dict, trl: dict, rate: float) -> None:
 
     n = matmul_params(Path(model_dir))
     prompt, completion = rlvr["prompt_tokens"], rlvr["tokens_per_step"]
-    # generation: one prefill of the prompt per row + one forward per new token;
-    # update: forward + backward over every row's prompt and completion.
-    flops = 8 * n * (args.group * prompt + completion)  # 2N generation + 6N update
+    # The least work a step needs: the prompt once and every completion token once,
+    # forward at generation (2N per token) and forward + backward in the update (6N).
+    # Attention's own FLOPs are left out (small at these lengths), so this is a floor.
+    flops = 8 * n * (prompt + completion)
     floor = flops / rate
     r, t = median(rlvr), median(trl)
     print(f"model {model_dir} ({n / 1e6:.0f}M matmul params), group {args.group}, "
