@@ -91,3 +91,15 @@ def test_gradient_checkpointing_run(tmp_path, helpers_on_path):
     summary = train(cfg, tmp_path / "run")
     assert summary["final_metrics"]["step"] == 1
     assert summary["final_metrics"]["grad_norm"] > 0
+
+
+def test_lora_run_with_a_kl_reference(tmp_path, helpers_on_path):
+    cfg = tiny_config("steps=2", "algorithm.kl_beta=0.1", *LORA)
+    run_dir = tmp_path / "run"
+    summary = train(cfg, run_dir)
+    assert (run_dir / "reference" / "adapter_config.json").is_file()  # the frozen start
+    assert summary["final_metrics"]["kl"] > 0  # the adapter moved away from the reference
+    reference, _ = load_policy(cfg.model, cfg.seed, run_dir / "reference")
+    start, _ = load_policy(cfg.model, cfg.seed, run_dir / "checkpoints" / "step-000000")
+    for (name, a), (_, b) in zip(reference.named_parameters(), start.named_parameters()):
+        assert torch.equal(a, b), name  # the reference is the policy at step 0
