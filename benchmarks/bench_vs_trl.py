@@ -69,8 +69,8 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(args.threads)
-    rate = matmul_flops_per_s()
-    report(args, model_dir, rlvr, trl, rate)
+    rate, bandwidth = matmul_flops_per_s(), memory_bytes_per_s()
+    report(args, model_dir, rlvr, trl, rate, bandwidth)
 
 
 def chat_prompts(count: int) -> list[list[dict[str, str]]]:
@@ -157,6 +157,20 @@ def matmul_flops_per_s(repeats: int = 20) -> float:
     return 2 * a.shape[0] * a.shape[1] * b.shape[1] / best
 
 
+def memory_bytes_per_s(repeats: int = 5) -> float:
+    """Bytes/s moved by copying a 256 MiB float32 tensor (read + write), best of `repeats`."""
+    import torch
+
+    a = torch.ones(64 * 2**20)
+    b = torch.empty_like(a)
+    best = float("inf")
+    for _ in range(repeats):
+        began = time.perf_counter()
+        b.copy_(a)
+        best = min(best, time.perf_counter() - began)
+    return 2 * a.numel() * a.element_size() / best
+
+
 def matmul_params(model_dir: Path) -> int:
     """Parameters used in matmuls per token: every weight except the embedding lookup,
     plus the output projection (which reuses the embedding when tied)."""
@@ -169,7 +183,8 @@ def matmul_params(model_dir: Path) -> int:
     return layers * (attention + 3 * h * i) + h * config["vocab_size"]
 
 
-def report(args, model_dir: Path, rlvr: dict, trl: dict, rate: float) -> None:
+def report(args, model_dir: Path, rlvr: dict, trl: dict, rate: float,
+           bandwidth: float) -> None:
     def median(side: dict) -> float:
         steps = side["step_seconds"][1:] or side["step_seconds"]  # drop the warm-up step
         return statistics.median(steps)
@@ -181,6 +196,11 @@ def report(args, model_dir: Path, rlvr: dict, trl: dict, rate: float) -> None:
     # Attention's own FLOPs are left out (small at these lengths), so this is a floor.
     flops = 8 * n * (prompt + completion)
     floor = flops / rate
+    # Decoding G rows a token at a time reads every weight once per new token: at small
+    # batch that, not arithmetic, bounds generation (float32 weights, 4 bytes each).
+    decode_bytes = args.max_new_tokens * 4 * n
+    memory_floor = max(2 * n * (prompt + completion) / rate, decode_bytes / bandwidth) \
+        + 6 * n * (prompt + completion) / rate
     r, t = median(rlvr), median(trl)
     print(f"model {model_dir} ({n / 1e6:.0f}M matmul params), group {args.group}, "
           f"max {args.max_new_tokens} new tokens, {args.steps} steps per side, "
@@ -193,6 +213,9 @@ def report(args, model_dir: Path, rlvr: dict, trl: dict, rate: float) -> None:
     print(f"rlvr  generate {fmt(rlvr['generate_seconds'])}  update {fmt(rlvr['update_seconds'])}")
     print(f"floor {floor:.2f} s/step ({flops / 1e12:.2f} TFLOP at {rate / 1e9:.1f} GFLOP/s "
           f"matmul); rlvr is {r / floor:.1f}x its floor")
+    print(f"floor with decoding memory-bound {memory_floor:.2f} s/step ({decode_bytes / 1e9:.1f} "
+          f"GB of weight reads at {bandwidth / 1e9:.1f} GB/s); rlvr is "
+          f"{r / memory_floor:.1f}x it")
     print(f"speedup: {t / r:.2f} (rlvr {r:.2f} s/step, trl {t:.2f} s/step)")
 
 
