@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import resource
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,9 +22,9 @@ def _pids_root() -> Path | None:
     v1 = Path("/sys/fs/cgroup/pids")
     if (v1 / "cgroup.procs").exists():
         return v1
-    v2 = Path("/sys/fs/cgroup")
-    if "pids" in (v2 / "cgroup.controllers").read_text() if (v2 / "cgroup.controllers").exists() else "":
-        return v2
+    controllers = Path("/sys/fs/cgroup/cgroup.controllers")
+    if controllers.exists() and "pids" in controllers.read_text().split():
+        return controllers.parent
     return None
 
 
@@ -40,16 +41,24 @@ def pids_limited():
         (group / "pids.max").write_text(str(PIDS_CAP))
         (group / "cgroup.procs").write_text(str(os.getpid()))
     except OSError:
+        if group is not None and group.exists():
+            try:
+                (root / "cgroup.procs").write_text(str(os.getpid()))
+                group.rmdir()
+            except OSError:
+                pass
         group = None
     if group is not None:
         try:
             yield f"cgroup {group} pids.max={PIDS_CAP}"
         finally:
             original.write_text(str(os.getpid()))
-            try:
-                group.rmdir()
-            except OSError:
-                pass
+            for _ in range(100):  # sandboxes still exiting keep the group busy a moment
+                try:
+                    group.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.02)
         return
     if os.geteuid() == 0:
         yield "none (root without a writable pids cgroup: only the sandbox's own uid drop)"

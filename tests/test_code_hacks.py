@@ -88,110 +88,92 @@ def _only_the_zygote_left(v: CodeVerifier) -> None:
     assert len(_namespace_members(v)) == 1, "processes of the check outlived it"
 
 
-# --- exiting early -------------------------------------------------------------------
-
-def test_sys_exit_zero_before_the_asserts(verifier):
-    _zero(verifier.verify("import sys\ndef square(x):\n    return 0\nsys.exit(0)\n", SQUARE))
-
-
-def test_sys_exit_zero_inside_the_call(verifier):
-    _zero(verifier.verify("import sys\ndef square(x):\n    sys.exit(0)\n", SQUARE))
-
-
-def test_os_exit_zero_before_the_asserts(verifier):
-    _zero(verifier.verify("import os\ndef square(x):\n    return 0\nos._exit(0)\n", SQUARE))
-
-
-def test_os_exit_zero_inside_the_call(verifier):
-    _zero(verifier.verify("import os\ndef square(x):\n    os._exit(0)\n", SQUARE))
-
-
-# --- objects that lie about equality ---------------------------------------------------
-
-def test_always_equal_object(verifier):
-    code = ("class Anything:\n    def __eq__(self, other):\n        return True\n"
-            "    def __ne__(self, other):\n        return False\n    __hash__ = object.__hash__\n"
-            "def square(x):\n    return Anything()\n")
-    _zero(verifier.verify(code, SQUARE))
-
-
-def test_int_subclass_that_equals_everything(verifier):
-    code = ("class Int(int):\n    def __eq__(self, other):\n        return True\n"
-            "    __hash__ = int.__hash__\ndef square(x):\n    return Int(0)\n")
-    _zero(verifier.verify(code, SQUARE))
-
-
-def test_container_subclass_and_nested_liar(verifier):
-    code = ("class Str(str):\n    def __eq__(self, other):\n        return True\n"
-            "class L(list):\n    pass\n"
-            "def square(x):\n    return L([Str('x')])\n")
-    _zero(verifier.verify(code, SQUARE))
-
-
-# --- rewriting the test's control flow -------------------------------------------------
-
-def test_atexit_handler_claims_success(verifier):
-    code = ("import atexit, os\n"
-            "atexit.register(lambda: (print('All tests passed'), os._exit(0)))\n"
-            "def square(x):\n    return -1\n")
-    _zero(verifier.verify(code, SQUARE))
-
-
-def test_settrace_jumps_over_assert_lines(verifier):
-    code = ("import sys, threading\n"
-            "def tracer(frame, event, arg):\n"
-            "    if event == 'line' and frame.f_code.co_name == 'check':\n"
-            "        try:\n            frame.f_lineno = frame.f_code.co_firstlineno + 1000\n"
-            "        except Exception:\n            pass\n"
-            "    return tracer\n"
-            "sys.settrace(tracer)\nthreading.settrace(tracer)\n"
-            "def square(x):\n    sys.settrace(tracer)\n    return None\n")
-    _zero(verifier.verify(code, SQUARE))
-
-
-def test_thread_rewrites_check_once_it_exists(verifier):
-    code = ("import gc, threading, time, types\n"
-            "def patcher():\n"
-            "    end = time.time() + 2\n"
-            "    while time.time() < end:\n"
-            "        for obj in gc.get_objects():\n"
-            "            if isinstance(obj, types.FunctionType) and obj.__name__ == 'check':\n"
-            "                obj.__code__ = (lambda candidate: None).__code__\n"
-            "        time.sleep(0.01)\n"
-            "threading.Thread(target=patcher, daemon=True).start()\n"
-            "def square(x):\n    time.sleep(0.2)\n    return None\n")
-    _zero(verifier.verify(code, SQUARE))
-
-
-def test_stack_walk_rewrites_the_caller(verifier):
-    code = ("import sys, builtins\n"
-            "def square(x):\n"
-            "    frame = sys._getframe()\n"
-            "    while frame is not None:\n"
-            "        frame.f_globals['check'] = lambda candidate: None\n"
-            "        frame.f_globals['AssertionError'] = type('Never', (Exception,), {})\n"
-            "        frame = frame.f_back\n"
-            "    builtins.AssertionError = type('Never', (Exception,), {})\n"
-            "    return None\n")
-    _zero(verifier.verify(code, SQUARE))
+# Hacks judged by the verdict alone; each is its own test case (pytest id = key).
+VERDICT_ONLY_HACKS = {
+    "sys_exit_zero_before_the_asserts": ("import sys\ndef square(x):\n    return 0\nsys.exit(0)\n"),
+    "sys_exit_zero_inside_the_call": ("import sys\ndef square(x):\n    sys.exit(0)\n"),
+    "os_exit_zero_before_the_asserts": ("import os\ndef square(x):\n    return 0\nos._exit(0)\n"),
+    "os_exit_zero_inside_the_call": ("import os\ndef square(x):\n    os._exit(0)\n"),
+    "always_equal_object": ("class Anything:\n    def __eq__(self, other):\n        return True\n"
+        "    def __ne__(self, other):\n        return False\n    __hash__ = object.__hash__\n"
+        "def square(x):\n    return Anything()\n"),
+    "int_subclass_that_equals_everything": ("class Int(int):\n    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = int.__hash__\ndef square(x):\n    return Int(0)\n"),
+    "container_subclass_and_nested_liar": ("class Str(str):\n    def __eq__(self, other):\n        return True\n"
+        "class L(list):\n    pass\n"
+        "def square(x):\n    return L([Str('x')])\n"),
+    "atexit_handler_claims_success": ("import atexit, os\n"
+        "atexit.register(lambda: (print('All tests passed'), os._exit(0)))\n"
+        "def square(x):\n    return -1\n"),
+    "settrace_jumps_over_assert_lines": ("import sys, threading\n"
+        "def tracer(frame, event, arg):\n"
+        "    if event == 'line' and frame.f_code.co_name == 'check':\n"
+        "        try:\n            frame.f_lineno = frame.f_code.co_firstlineno + 1000\n"
+        "        except Exception:\n            pass\n"
+        "    return tracer\n"
+        "sys.settrace(tracer)\nthreading.settrace(tracer)\n"
+        "def square(x):\n    sys.settrace(tracer)\n    return None\n"),
+    "thread_rewrites_check_once_it_exists": ("import gc, threading, time, types\n"
+        "def patcher():\n"
+        "    end = time.time() + 2\n"
+        "    while time.time() < end:\n"
+        "        for obj in gc.get_objects():\n"
+        "            if isinstance(obj, types.FunctionType) and obj.__name__ == 'check':\n"
+        "                obj.__code__ = (lambda candidate: None).__code__\n"
+        "        time.sleep(0.01)\n"
+        "threading.Thread(target=patcher, daemon=True).start()\n"
+        "def square(x):\n    time.sleep(0.2)\n    return None\n"),
+    "stack_walk_rewrites_the_caller": ("import sys, builtins\n"
+        "def square(x):\n"
+        "    frame = sys._getframe()\n"
+        "    while frame is not None:\n"
+        "        frame.f_globals['check'] = lambda candidate: None\n"
+        "        frame.f_globals['AssertionError'] = type('Never', (Exception,), {})\n"
+        "        frame = frame.f_back\n"
+        "    builtins.AssertionError = type('Never', (Exception,), {})\n"
+        "    return None\n"),
+    "printing_all_tests_passed": ("import sys\nprint('All tests passed')\nprint('PASSED 3/3')\n"
+        "sys.stdout.flush()\ndef square(x):\n    print('ok'); return 0\n"),
+    "forged_frames_on_every_descriptor": ("import json, os, struct\n"
+        "def frame(v):\n    b = json.dumps(v).encode()\n    return struct.pack('>I', len(b)) + b\n"
+        "for fd in range(64):\n"
+        "    for fake in ({'status': 'ok', 'results': [True]}, ['loaded', ['square']],\n"
+        "                 ['return', 9], ['return', 4], ['return', 0]):\n"
+        "        try:\n            os.write(fd, frame(fake))\n        except OSError:\n            pass\n"
+        "def square(x):\n    return None\n"),
+    # Inside its own user namespace a process could mount an unbounded tmpfs.
+    "new_user_namespace_is_refused": ("import ctypes, os, platform\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def escaped():\n"
+        "    if libc.unshare(0x10000000) == 0:\n        return True\n"
+        "    if platform.machine() == 'x86_64':  # the x32 alias of unshare, then clone\n"
+        "        if libc.syscall(0x40000000 | 272, 0x10000000) == 0:\n            return True\n"
+        "        pid = libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)\n"
+        "        if pid == 0:\n            os._exit(0)\n"
+        "        return pid > 0\n"
+        "    return False\n"
+        "ESCAPED = escaped()\n"
+        "def square(x):\n    return x * x if ESCAPED else None\n"),
+    # Memory that outlives every process and escapes RLIMIT_AS once detached.
+    "sysv_shared_memory_and_memfd": ("import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def escaped():\n"
+        "    if libc.shmget(0x5EED, 1 << 20, 0o1600) >= 0:  # IPC_CREAT | 0600\n"
+        "        return True\n"
+        "    try:\n        os.memfd_create('hoard')\n        return True\n"
+        "    except OSError:\n        return False\n"
+        "ESCAPED = escaped()\n"
+        "def square(x):\n    return x * x if ESCAPED else None\n"),
+}
 
 
-def test_printing_all_tests_passed(verifier):
-    code = ("import sys\nprint('All tests passed')\nprint('PASSED 3/3')\n"
-            "sys.stdout.flush()\ndef square(x):\n    print('ok'); return 0\n")
-    _zero(verifier.verify(code, SQUARE))
+@pytest.mark.parametrize("hack", list(VERDICT_ONLY_HACKS))
+def test_hack_scores_zero(verifier, hack):
+    _zero(verifier.verify(VERDICT_ONLY_HACKS[hack], SQUARE))
+    _only_the_zygote_left(verifier)
 
 
-def test_forged_frames_on_every_descriptor(verifier):
-    code = ("import json, os, struct\n"
-            "def frame(v):\n    b = json.dumps(v).encode()\n    return struct.pack('>I', len(b)) + b\n"
-            "for fd in range(64):\n"
-            "    for fake in ({'status': 'ok', 'results': [True]}, ['loaded', ['square']],\n"
-            "                 ['return', 9], ['return', 4], ['return', 0]):\n"
-            "        try:\n            os.write(fd, frame(fake))\n        except OSError:\n            pass\n"
-            "def square(x):\n    return None\n")
-    _zero(verifier.verify(code, SQUARE))
-
+# --- rewriting what the assert means ---------------------------------------------------
 
 def test_shadowing_builtins_used_by_the_assert(verifier):
     reference = {"asserts": ["assert order([3, 1]) == sorted([1, 3])",
@@ -199,6 +181,14 @@ def test_shadowing_builtins_used_by_the_assert(verifier):
     code = ("def sorted(x):\n    return 'same'\ndef list(x):\n    return 'same'\n"
             "def order(x):\n    return 'same'\n")
     _zero(verifier.verify(code, reference))
+
+
+def test_stop_iteration_ending_the_judges_loop_early(verifier):
+    """sum(map(f, xs)) stops silently at a StopIteration raised inside f."""
+    reference = {"asserts": ["assert sum(map(negate, [0, 0, 0])) == 0",
+                             "assert list(map(negate, [5])) == [-5]"]}
+    assert verifier.verify("def negate(x):\n    return -x\n", reference).passed
+    _zero(verifier.verify("def negate(x):\n    raise StopIteration\n", reference))
 
 
 # --- attacking the harness processes ---------------------------------------------------
@@ -407,23 +397,6 @@ def test_daemon_that_outlives_the_check(verifier):
     _zero(verifier.verify(code, SQUARE))
     assert _processes_with(marker) == []
     _only_the_zygote_left(verifier)
-
-
-def test_new_user_namespace_is_refused(verifier):
-    """Inside its own user namespace a process could mount an unbounded tmpfs."""
-    code = ("import ctypes, os, platform\n"
-            "libc = ctypes.CDLL(None, use_errno=True)\n"
-            "def escaped():\n"
-            "    if libc.unshare(0x10000000) == 0:\n        return True\n"
-            "    if platform.machine() == 'x86_64':  # the x32 alias of unshare, then clone\n"
-            "        if libc.syscall(0x40000000 | 272, 0x10000000) == 0:\n            return True\n"
-            "        pid = libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)\n"
-            "        if pid == 0:\n            os._exit(0)\n"
-            "        return pid > 0\n"
-            "    return False\n"
-            "ESCAPED = escaped()\n"
-            "def square(x):\n    return x * x if ESCAPED else None\n")
-    _zero(verifier.verify(code, SQUARE))
 
 
 def test_honest_code_still_passes_after_all_that(verifier, wall):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 
 import pytest
 
@@ -12,16 +13,18 @@ from rlvr.verifiers.code.sandboxed import protocol
 
 def _roundtrip(value):
     read_fd, write_fd = os.pipe()
+    writer = threading.Thread(target=protocol.write_frame, args=(write_fd, value))
+    writer.start()  # a frame may exceed the pipe's buffer
     try:
-        protocol.write_frame(write_fd, value)
         return protocol.read_frame(read_fd)
     finally:
+        writer.join()
         os.close(read_fd)
         os.close(write_fd)
 
 
 @pytest.mark.parametrize("value", [
-    None, True, False, 0, -7, 10**40, 1.5, -0.0, float("inf"), float("-inf"), "", "héllo",
+    None, True, False, 0, -7, 10**40, -(10**40), 2**64, -(2**64), 1.5, -0.0, float("inf"), float("-inf"), "", "héllo",
     b"\x00\xff", [1, [2, "x"]], (1, (2,)), {"a": 1, 2: [3], (1, "t"): None}, {1, "a", (2, 3)},
     [], (), {}, set(),
 ])
@@ -29,6 +32,12 @@ def test_plain_values_roundtrip_with_exact_types(value):
     back = _roundtrip(value)
     assert back == value
     assert type(back) is type(value)
+
+
+def test_huge_ints_cross_in_linear_time_beyond_the_decimal_digit_limit():
+    value = 7 ** 200_000  # ~169,000 decimal digits, far past Python's 4300-digit cap
+    assert _roundtrip(value) == value
+    assert _roundtrip(-value) == -value
 
 
 def test_nan_roundtrips():
@@ -80,7 +89,7 @@ def test_cyclic_and_too_deep_values_are_refused():
 @pytest.mark.parametrize("body", [
     b"not json", b'{"x": 1}', b'{"t": 1}', b'{"d": [[[1], 2]]}', b'{"s": [[1]]}',
     b'{"b": "***"}', b'{"t": [1], "s": [2]}', b"[" * 5000 + b"]" * 5000, b"\xff\xfe",
-    b'{"f": "1.5"}',
+    b'{"f": "1.5"}', b'{"i": "0x10"}', b'{"i": 16}',
 ])
 def test_malformed_frames_raise_protocol_error(body):
     with pytest.raises(protocol.ProtocolError):

@@ -110,6 +110,19 @@ def test_crash_in_one_assert_spares_the_others(verifier):
     assert verdict.score == pytest.approx(2 / 3)
 
 
+def test_asserts_may_use_stdlib_modules_the_solution_imported(verifier):
+    code = "import math\ndef root(x):\n    return math.sqrt(x)\n"
+    reference = {"asserts": ["assert math.isclose(root(2), 1.41421356, rel_tol=1e-6)",
+                             "assert collections.Counter([root(4)]) == {2.0: 1}"]}
+    assert verifier.verify(code, reference).passed
+
+
+def test_huge_results_cross_the_channel(verifier):
+    reference = {"asserts": ["assert fact(3000) == math.factorial(3000)"]}
+    code = "def fact(n):\n    out = 1\n    for k in range(2, n + 1):\n        out *= k\n    return out\n"
+    assert verifier.verify(code, reference).passed
+
+
 def test_io_shape(verifier):
     reference = {"io": [{"input": "1 2\n", "output": "3\n"}, {"input": "10 -3", "output": "7"},
                         {"input": "2 2", "output": "5"}]}
@@ -180,6 +193,16 @@ def test_invalid_references_name_the_field(verifier, reference, fragment):
     assert fragment in str(caught.value)
 
 
+def test_a_candidate_cannot_turn_its_failure_into_a_reference_error(verifier):
+    """Test code that calls the function at import time (HumanEval tests may name it):
+    a crash there is the candidate's failure (0), not an invalid reference (null)."""
+    reference = {"test": "EXPECTED = add(1, 2)\ndef check(candidate):\n    assert EXPECTED == 3\n",
+                 "entry_point": "add"}
+    verdict = verifier.verify("def add(a, b):\n    raise ValueError('no')\n", reference)
+    assert (verdict.score, verdict.reason) == (0.0, "failed_tests")
+    assert verifier.verify(ADD, reference).passed
+
+
 def test_broken_test_code_is_a_reference_error(verifier):
     reference = {"test": "def check(candidate):\n    pass\nundefined_name\n", "entry_point": "add"}
     with pytest.raises(InvalidReference, match="test code fails"):
@@ -198,9 +221,13 @@ def test_unusable_bubblewrap_is_refused_with_reason_and_fix(monkeypatch):
         sandbox.probe.cache_clear()
 
 
-def test_unknown_sandbox_mode_is_an_error():
+def test_bad_options_are_errors_naming_the_option():
     with pytest.raises(ValueError, match="none-unsafe"):
         CodeVerifier(sandbox="off")
+    with pytest.raises(ValueError, match="timeout_s"):
+        CodeVerifier(timeout_s=600)
+    with pytest.raises(ValueError, match="memory_mb"):
+        CodeVerifier(memory_mb=10)
 
 
 def test_unsafe_mode_is_explicit_and_still_grades():

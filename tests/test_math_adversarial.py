@@ -85,6 +85,26 @@ def test_huge_expressions_end_quickly_with_zero():
     assert verdicts[-1].passed  # the same tower written the same way: decided structurally
 
 
+SLOW_TO_PARSE = ["(" * 40 + "1" + ")" * 40, "{" * 40 + "1" + "}" * 40, "x+" * 140 + "1",
+                 "-" * 290 + "1", "x y " * 70, "1+" * 2000 + "1"]
+
+
+def test_inputs_slow_to_parse_end_within_the_limit():
+    cases = [Case("math", rf"\boxed{{{text}}}", "2", timeout_s=4.5) for text in SLOW_TO_PARSE]
+    with VerifierPool(workers=2, preload=["math"]) as pool:
+        pool.start()
+        verdicts = pool.verify(cases)
+    for case, verdict in zip(cases, verdicts):
+        assert verdict.score == 0.0 and verdict.reason in ("unparseable", "too_slow",
+                                                            "wrong_answer"), (case, verdict)
+
+
+def test_time_budget_stops_a_slow_check():
+    verdict = MathVerifier(time_budget_s=0.01).verify(r"\boxed{" + "x+" * 140 + "1}", "1")
+    assert (verdict.reason, verdict.details["limit_s"]) == ("too_slow", 0.01)
+    assert MathVerifier(time_budget_s=0.01).verify(r"\boxed{1}", "1").passed  # fast path
+
+
 def test_model_text_is_never_executed(tmp_path: Path):
     marker = tmp_path / "pwned"
     payloads = [f"__import__('os').system('touch {marker}')",

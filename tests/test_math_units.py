@@ -124,3 +124,27 @@ def test_cli_batch_with_math_lines(tmp_path):
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line.get("reason") for line in lines[:3]] == ["correct", "wrong_answer", "hedged"]
     assert lines[3]["score"] is None and "empty" in lines[3]["error"]
+
+
+def test_a_boxed_gold_is_the_same_gold():
+    assert MathVerifier().verify("\\boxed{5}", "$\\boxed{5}$").passed
+    assert not MathVerifier().verify("\\boxed{6}", "\\boxed{5}").passed
+
+
+@pytest.mark.parametrize("completion,passed,reason", [
+    ("42", True, "correct"), ("x = 42", True, "correct"), ("42 apples", True, "correct"),
+    ("$42$.", True, "correct"), ("43", False, "wrong_answer"), ("42 or 43", False, "hedged"),
+    ("Adding everything gives 42 apples.", False, "no_answer"),  # prose is not an answer
+    ("42\n43", False, "no_answer"),
+])
+def test_a_bare_answer_is_its_own_answer(completion, passed, reason):
+    verdict = MathVerifier().verify(completion, "42")
+    assert (verdict.passed, verdict.reason) == (passed, reason)
+
+
+def test_r1_math_grades_the_answer_block_with_the_math_verifier():
+    r1 = get_verifier("r1_math")
+    assert r1.verify("<think>half of one</think>\n<answer>\\frac{1}{2}</answer>", "0.5").score == 1.0
+    assert r1.verify("<think>half of one</think>\n<answer>\\boxed{0.5}</answer>", "0.5").score == 1.0
+    assert r1.verify("<think>hmm</think>\n<answer>0.5 or 2</answer>", "0.5").score == 0.0
+    assert r1.verify("<think>hmm</think>\n<answer>0.25</answer>", "0.5").score == 0.0

@@ -131,3 +131,28 @@ def test_filter_logits_by_hand():
     assert torch.isinf(filter_logits(logits, top_p=0.8)).tolist() == [[False, False, True, True]]
     assert torch.isinf(filter_logits(logits, top_p=0.81)).tolist() == [[False, False, False, True]]
     assert torch.isinf(filter_logits(logits, top_p=0.1)).tolist() == [[False, True, True, True]]
+
+
+STOPS = ("1", "a", "e", "=", "0")  # common characters: rows end at different steps
+
+
+def test_rows_ending_at_different_steps_keep_exact_logprobs(engine):
+    """With stop strings most rows end early and are dropped from the batch and the KV
+    cache; the rows that go on must be unaffected."""
+    params = SamplingParams(max_new_tokens=12, temperature=1.0, stop=STOPS, seed=21)
+    out = [c for g in engine.generate(PROMPTS * 4, 4, params) for c in g]
+    lengths = {len(c.token_ids) for c in out}
+    assert len(lengths) >= 4  # rows really did end at different steps
+    for c in out:
+        assert c.logprobs == pytest.approx(
+            recomputed_logprobs(engine, c.prompt_ids, c.token_ids, 1.0), abs=2e-5)
+
+
+def test_greedy_with_early_stops_matches_one_prompt_at_a_time(engine):
+    params = SamplingParams(max_new_tokens=12, temperature=0.0, stop=STOPS)
+    prompts = PROMPTS + ["<s>3", "<s>77+1", "<s>xyz"]
+    batched = engine.generate(prompts, 1, params)
+    for prompt, group in zip(prompts, batched):
+        alone = engine.generate([prompt], 1, params)[0][0]
+        assert (group[0].token_ids, group[0].text, group[0].finish_reason) == \
+            (alone.token_ids, alone.text, alone.finish_reason)

@@ -13,6 +13,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from rlvr.config import load_config
 from rlvr.training.config import TrainConfig
+from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
 from cli_helpers import run_cli
 from train_helpers import TINY_OVERRIDES
 
@@ -62,3 +63,22 @@ def test_two_step_run_writes_every_file(tmp_path, monkeypatch):
     model = AutoModelForCausalLM.from_pretrained(run_dir / "checkpoints/step-000002")
     tokenizer = AutoTokenizer.from_pretrained(run_dir / "checkpoints/step-000002")
     assert model.config.hidden_size == 32 and tokenizer("12+3=")["input_ids"]
+
+
+def test_sft_command_saves_a_trained_loadable_model(tmp_path):
+    run_dir = tmp_path / "sft"
+    result = run_cli("sft", "--run-dir", str(run_dir), "--quiet", *TINY_OVERRIDES,
+                     "sft.steps=4", timeout=240)
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout.strip().splitlines()[-1])
+    assert stats["steps"] == 4 and stats["loss"] > 0
+    model = AutoModelForCausalLM.from_pretrained(run_dir / "model")
+    assert model.config.num_hidden_layers == 1
+    cfg = load_config(TrainConfig, overrides=TINY_OVERRIDES)
+    t = cfg.model.tiny
+    fresh = tiny_llama(char_tokenizer(), TinyModelSpec(t.hidden_size, t.intermediate_size,
+                                                       t.num_layers, t.num_heads,
+                                                       t.max_positions), seed=cfg.seed)
+    trained, initial = model.state_dict(), fresh.state_dict()
+    assert any(not torch.equal(trained[k], initial[k]) for k in initial)
+    assert (run_dir / "config.yaml").exists() and (run_dir / "summary.json").exists()

@@ -75,3 +75,15 @@ def test_overlong_mask_leaves_nothing_to_learn_from_truncated_attempts(tmp_path,
     m = metrics(tmp_path / "r")[0]
     assert m["truncation_rate"] == 1.0 and m["reward/std"] > 0
     assert m["grad_norm"] == 0.0
+
+
+def test_composite_reward_logs_each_component(tmp_path, length_reward):
+    options = ('reward.options={components: [{verifier: exact, name: exact}, '
+               '{verifier: "train_helpers:LengthVerifier", name: length}]}')
+    train(tiny_config("steps=1", "sft.steps=0", "reward.verifier=composite", options),
+          tmp_path / "r")
+    m = metrics(tmp_path / "r")[0]
+    assert m["reward/exact"] == 0.0  # an untrained model never gets a sum right
+    assert 0 < m["reward/length"] <= 1
+    # the composite's score is the mean of its two components
+    assert m["reward/mean"] == pytest.approx((m["reward/exact"] + m["reward/length"]) / 2)

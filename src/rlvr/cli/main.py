@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sft": ("rlvr.cli.sft", "supervised warm-start on worked examples"),
     "merge-lora": ("rlvr.cli.merge_lora", "merge a LoRA adapter into its base model"),
     "import-model": ("rlvr.cli.import_model", "import a GGUF file or packaged model as an HF dir"),
+    "eval": ("rlvr.cli.eval", "measure a model or checkpoint: greedy accuracy, pass@k, maj@k"),
 }
 
 

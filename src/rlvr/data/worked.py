@@ -9,7 +9,7 @@ The demonstrator can be sloppy: with probability `forget_carry` it drops each ca
 ("4+8=12" instead of "4+8+1=13") and carries the mistake through to the final answer.
 A model imitating such demonstrations learns the carry step only as an unlikely
 alternative; reward from a verifier, not more imitation, is what makes it reliable.
-That is the embedded demo's story (see rlvr.training.defaults).
+That is the embedded demo's story (its defaults are in rlvr.training.config).
 """
 
 from __future__ import annotations

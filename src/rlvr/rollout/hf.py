@@ -82,58 +82,66 @@ class HFRolloutEngine:
     def _loop(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
               params: SamplingParams, generator: torch.Generator, n: int = 1):
         out = self._forward(input_ids, mask, positions, None)  # prefill: one row per prompt
+        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         if n > 1:  # the n samples of a prompt share its prefill
-            self._cache_of(out).batch_repeat_interleave(n)
+            cache.batch_repeat_interleave(n)
             out.logits = out.logits.repeat_interleave(n, dim=0)  # [B*n, 1, V]
             mask, positions = mask.repeat_interleave(n, 0), positions.repeat_interleave(n, 0)
-        batch, device = mask.shape[0], input_ids.device
-        limit = params.max_new_tokens
-        greedy = params.temperature <= 0
+        batch, device, limit = mask.shape[0], input_ids.device, params.max_new_tokens
         tokens = torch.full((batch, limit), self.pad_id, dtype=torch.long, device=device)
         logprobs = torch.zeros((batch, limit), dtype=torch.float32, device=device)
-        finished = torch.zeros(batch, dtype=torch.bool, device=device)
-        lengths = [limit] * batch
-        reasons = ["length"] * batch
+        lengths, reasons = [limit] * batch, ["length"] * batch
         eos = torch.tensor(self.eos_ids, dtype=torch.long, device=device)
         stop_checker = _StopChecker(self.tokenizer, params.stop) if params.stop else None
-        next_pos = positions[:, -1:] + 1  # [B, 1]
+        rows = torch.arange(batch, device=device)  # [b] original row of each live row
+        finished = torch.zeros(batch, dtype=torch.bool, device=device)  # [b]
+        next_pos = positions[:, -1:] + 1  # [b, 1]
         for step in range(limit):
-            logits = out.logits[:, -1, :].float()  # [B, V]
-            if greedy:
-                token = logits.argmax(-1)  # [B]
-            else:
-                scaled = logits / params.temperature
-                filtered = filter_logits(scaled, params.top_k, params.top_p)
-                token = torch.multinomial(torch.softmax(filtered, -1), 1, generator=generator)[:, 0]
-                logprobs[:, step] = torch.log_softmax(scaled, -1).gather(1, token[:, None])[:, 0]
+            token, logp = self._pick(out.logits[:, -1, :].float(), params, generator)  # [b]
             token = torch.where(finished, torch.full_like(token, self.pad_id), token)
-            tokens[:, step] = token
-            ended = torch.isin(token, eos) & ~finished  # [B]
+            tokens[rows, step] = token
+            if logp is not None:
+                logprobs[rows, step] = logp
+            ended = torch.isin(token, eos) & ~finished  # [b]
             for i in ended.nonzero()[:, 0].tolist():
-                lengths[i], reasons[i] = step + 1, "eos"
+                lengths[rows[i]], reasons[rows[i]] = step + 1, "eos"
             if stop_checker is not None:
                 for i in (~finished & ~ended).nonzero()[:, 0].tolist():
-                    if stop_checker.hit(tokens[i, :step + 1]):
-                        lengths[i], reasons[i] = step + 1, "stop"
+                    if stop_checker.hit(tokens[rows[i], :step + 1]):
+                        lengths[rows[i]], reasons[rows[i]] = step + 1, "stop"
                         ended[i] = True
             alive = ~finished  # rows that produced a real token this step
             finished = finished | ended
             if bool(finished.all()) or step + 1 == limit:
                 break
-            mask = torch.cat([mask, alive.long()[:, None]], dim=1)  # [B, P+step+1]
-            out = self._forward(token[:, None], mask, next_pos, out)
+            if 4 * int(finished.sum()) >= len(rows) and hasattr(cache, "batch_select_indices"):
+                # Drop finished rows from the batch and the KV cache, so rows that ended
+                # early stop costing compute (batched at >= 1/4 done to amortise the copy).
+                keep = (~finished).nonzero()[:, 0]  # [b']
+                cache.batch_select_indices(keep)
+                rows, mask, next_pos, token = rows[keep], mask[keep], next_pos[keep], token[keep]
+                alive, finished = alive[keep], finished[keep]
+            mask = torch.cat([mask, alive.long()[:, None]], dim=1)  # [b, P+step+1]
+            out = self._forward(token[:, None], mask, next_pos, cache)
             next_pos = next_pos + 1
         return tokens, logprobs, lengths, reasons
 
+    @staticmethod
+    def _pick(logits: torch.Tensor, params: SamplingParams,
+              generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Next token per row [b] and its log-prob under log_softmax(logits / T) before
+        filtering [b] (None for greedy)."""
+        if params.temperature <= 0:
+            return logits.argmax(-1), None
+        scaled = logits / params.temperature  # [b, V]
+        filtered = filter_logits(scaled, params.top_k, params.top_p)
+        token = torch.multinomial(torch.softmax(filtered, -1), 1, generator=generator)[:, 0]
+        return token, torch.log_softmax(scaled, -1).gather(1, token[:, None])[:, 0]
+
     def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
-                 previous: Any) -> Any:
-        cache = None if previous is None else self._cache_of(previous)
+                 cache: Any) -> Any:
         return self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                           use_cache=True, logits_to_keep=1, **{self._cache_kwarg: cache})
-
-    @staticmethod
-    def _cache_of(out: Any) -> Any:
-        return getattr(out, "cache", None) or getattr(out, "past_key_values")
 
     def _completions(self, rows, tokens, logprobs, lengths, reasons,
                      params: SamplingParams) -> list[Completion]:

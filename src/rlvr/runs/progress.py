@@ -24,13 +24,13 @@ class Progress:
     def step(self, metrics: dict[str, Any]) -> None:
         if not self.live:
             return
-        m = metrics
+        m = {"kl": 0.0, "entropy": 0.0, "clip_frac": 0.0, "grad_norm": 0.0, **metrics}
         line = (f"step {m['step']:>4}/{self.total}  reward {m['reward/mean']:.3f}  "
-                f"acc {m['accuracy']:.3f}  len {m['response_length/mean']:.1f}  "
-                f"kl {m.get('kl', 0.0):.4f}  ent {m['entropy']:.3f}  "
-                f"clip {m['clip_frac']:.3f}  gnorm {m['grad_norm']:.2f}  "
-                f"{m['tokens_per_s']:.0f} tok/s  gen {m['time/generate']:.1f}s  "
-                f"ver {m['time/verify']:.1f}s  upd {m['time/update']:.1f}s")
+                f"acc {m.get('accuracy', 0.0):.3f}  len {m['response_length/mean']:.1f}  "
+                f"kl {m['kl']:.4f}  ent {m['entropy']:.3f}  clip {m['clip_frac']:.3f}  "
+                f"gnorm {m['grad_norm']:.2f}  {m['tokens_per_s']:.0f} tok/s  "
+                f"gen {m['time/generate']:.1f}s  ver {m['time/verify']:.1f}s  "
+                f"upd {m['time/update']:.1f}s")
         if "eval/accuracy" in m:
             line += f"  eval {m['eval/accuracy']:.3f}"
         print(line, file=self.stream, flush=True)

@@ -12,7 +12,6 @@ from typing import Any, Sequence
 
 import torch
 
-from rlvr.algorithms import token_entropy, token_logprobs
 from rlvr.rollout.base import Completion
 from rlvr.training.shared_prefix import shared_prompt_logits
 
@@ -70,18 +69,3 @@ def completion_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
     out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                 position_ids=batch.position_ids, logits_to_keep=batch.width + 1)
     return out.logits[:, :-1]  # [B, T, V]
-
-
-def score(model: Any, batch: PackedBatch, temperature: float,
-          with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(log-probs [B, T] of the completion tokens under softmax(logits / temperature),
-    entropy [B, T] or None). Differentiable when called with grad enabled."""
-    logits = completion_logits(model, batch)  # [B, T, V]
-    logprobs = token_logprobs(logits, batch.completion_ids, temperature)  # [B, T]
-    entropy = token_entropy(logits, temperature) if with_entropy else None
-    return logprobs, entropy
-
-
-def entropy_metric(model_logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    with torch.no_grad():
-        return token_entropy(model_logits.detach(), temperature)

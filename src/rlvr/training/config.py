@@ -8,7 +8,7 @@ verifier). Point `model.path` and `data.path` elsewhere for real runs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from rlvr.config import ConfigError
 from rlvr.data.loading import FieldMapping
@@ -114,6 +114,9 @@ class SamplingConfig:
 class RewardConfig:
     verifier: str = _doc("verifier for every record (registry name or module:Class); empty "
                          "= each record's own", default="")
+    options: dict[str, Any] = _doc("options for reward.verifier, e.g. a composite's "
+                                   "{components: [...]}; records' own options otherwise",
+                                   default_factory=dict)
     workers: int = _doc("verifier worker processes (0 = every core)", default=0)
     timeout_s: float | None = _doc("per-item limit in seconds (null = the verifier's own)",
                                    default=None)

@@ -1,4 +1,5 @@
-"""Held-out accuracy with greedy decoding (the before/after numbers of a run)."""
+"""Held-out accuracy with greedy decoding (the before/after numbers of a run), computed
+by rlvr.evaluation — the same code `rlvr eval` runs."""
 
 from __future__ import annotations
 
@@ -6,22 +7,22 @@ from typing import Any, Sequence
 
 from rlvr.data.prompts import PromptRenderer
 from rlvr.data.records import TaskRecord
-from rlvr.rollout.base import RolloutEngine, SamplingParams
-from rlvr.training.rewards import verdict_metrics, verify_groups
+from rlvr.evaluation.runner import EvalSettings, evaluate_records
+from rlvr.rollout.base import RolloutEngine
 from rlvr.verifiers.pool import VerifierPool
 
 
 def evaluate(engine: RolloutEngine, renderer: PromptRenderer, pool: VerifierPool,
              records: Sequence[TaskRecord], max_new_tokens: int, stop: Sequence[str] = (),
-             verifier: str = "") -> dict[str, Any]:
+             verifier: str = "", options: dict[str, Any] | None = None) -> dict[str, Any]:
     """{"accuracy", "score", "n", "examples": first few (prompt id, completion, passed)}."""
     if not records:
         return {}
-    params = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0, stop=tuple(stop))
-    groups = engine.generate([renderer.render(r) for r in records], 1, params)
-    verdicts = verify_groups(pool, records, groups, verifier)
-    metrics = verdict_metrics(verdicts)
-    examples = [{"id": r.id, "completion": g[0].text, "passed": v[0].passed}
-                for r, g, v in list(zip(records, groups, verdicts))[:5]]
-    return {"accuracy": metrics["accuracy"], "score": metrics["score/mean"],
-            "n": len(records), "examples": examples}
+    # one generate call for the whole held-out set, as the rollouts are batched
+    settings = EvalSettings(greedy=True, max_new_tokens=max_new_tokens, stop=tuple(stop),
+                            batch_size=len(records))
+    result = evaluate_records(engine, records, renderer.render, settings, pool, verifier)
+    examples = [{"id": a.record_id, "completion": a.completion, "passed": a.verdict.passed}
+                for a in result.attempts[:5]]
+    return {"accuracy": result.metrics["greedy/accuracy"],
+            "score": result.metrics["greedy/score"], "n": len(records), "examples": examples}

@@ -100,6 +100,7 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
                                           batch.completion_ids, cfg.sampling.temperature)
     update = policy_update(t, step, batch, mask, advantages.flatten(), old_logprobs,
                            ref_logprobs)
+    t.engine.sync_weights(t.model)  # a reference swap here; a weight copy for vLLM
     times["update"] = time.perf_counter() - update_began
 
     metrics = step_metrics(t, step, groups, batch, mask, rewards, update, times, gen_tokens)
@@ -127,7 +128,8 @@ def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Grou
         times["generate"] += time.perf_counter() - began
         gen_tokens += sum(len(c.token_ids) for group in completions for c in group)
         began = time.perf_counter()
-        verdicts = verify_groups(t.pool, records, completions, cfg.reward.verifier)
+        verdicts = verify_groups(t.pool, records, completions, cfg.reward.verifier,
+                                 cfg.reward.options)
         times["verify"] += time.perf_counter() - began
         lengths = torch.tensor([[len(c.token_ids) for c in g] for g in completions])  # [P, G]
         rewards = reward_tensor(verdicts, lengths, cfg.reward.overlong, s.max_new_tokens,

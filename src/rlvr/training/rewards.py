@@ -16,10 +16,16 @@ from rlvr.verifiers.pool import Case, VerifierPool
 
 
 def verify_groups(pool: VerifierPool, records: Sequence[TaskRecord],
-                  groups: Sequence[Sequence[Completion]], verifier: str = "") -> list[list[Verdict]]:
-    """One verdict per completion, same [P][G] nesting; `verifier` overrides the records'."""
-    cases = [Case(verifier or record.verifier, c.text, record.reference, dict(record.options))
-             for record, group in zip(records, groups) for c in group]
+                  groups: Sequence[Sequence[Completion]], verifier: str = "",
+                  options: dict[str, Any] | None = None) -> list[list[Verdict]]:
+    """One verdict per completion, same [P][G] nesting; `verifier` (with `options`)
+    overrides the records' own verifier and options."""
+    def case(record: TaskRecord, text: str) -> Case:
+        if verifier:
+            return Case(verifier, text, record.reference, dict(options or {}))
+        return Case(record.verifier, text, record.reference, dict(record.options))
+
+    cases = [case(record, c.text) for record, group in zip(records, groups) for c in group]
     flat = pool.verify(cases)
     size = len(groups[0]) if groups else 0
     return [flat[i * size:(i + 1) * size] for i in range(len(groups))]

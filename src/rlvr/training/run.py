@@ -64,7 +64,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
                       preload=sorted(verifiers)) as pool:
         evaluate_now = lambda: evaluate(engine, renderer, pool, held_out,  # noqa: E731
                                         cfg.sampling.max_new_tokens, cfg.sampling.stop,
-                                        cfg.reward.verifier)
+                                        cfg.reward.verifier, cfg.reward.options)
         state: dict[str, Any] = {"elapsed": 0.0}
         if checkpoint is None:
             state = _warm_start(cfg, model, tokenizer, renderer, train_records, evaluate_now,

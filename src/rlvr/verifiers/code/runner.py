@@ -69,9 +69,14 @@ def _reap(process: subprocess.Popen) -> None:
     """Kill the sandbox and return only once its PID namespace (with every process the
     code started, daemons included) has been torn down by the kernel."""
     init_pid = _namespace_pid(process)
+    # Identify the namespace's PID 1 while its parent is still our bwrap, so a PID the
+    # system has since reused is never signalled or waited for.
+    init = _stat(init_pid) if init_pid is not None else None
+    if init is not None and init[1] != process.pid:
+        init = None
     if process.poll() is None:
         process.kill()  # bwrap's PID 1 has PDEATHSIG: the whole namespace goes with it
-    if init_pid is not None:
+    if init is not None:
         try:
             os.kill(init_pid, signal.SIGKILL)
         except OSError:
@@ -81,20 +86,23 @@ def _reap(process: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         pass
     deadline = time.monotonic() + 5
-    while init_pid is not None and _alive(init_pid) and time.monotonic() < deadline:
+    while init is not None and time.monotonic() < deadline:
+        now = _stat(init_pid)
+        # A namespace's PID 1 turns zombie only after the kernel has killed and reaped
+        # every other process in it; the zombie itself waits for whoever adopted it.
+        if now is None or now[2] != init[2] or now[0] in ("Z", "X"):
+            return
         time.sleep(0.0005)
 
 
-def _alive(pid: int) -> bool:
-    """False once `pid` has exited. A PID-namespace init turns zombie only after the
-    kernel has killed and reaped every other process in its namespace; its own zombie
-    waits for whichever host process adopted it, which may take a while."""
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, parent PID, start time) of `pid`, or None if there is no such process."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
-            state = stat.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"Z", b"X")
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return fields[0].decode(), int(fields[1]), int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class _WarmSandbox:
@@ -132,7 +140,10 @@ class JudgeServer(_WarmSandbox):
     """The trusted sandbox that runs test code (sandboxed/judge_host.py)."""
 
     def __init__(self, limits: Limits, mode: str) -> None:
-        super().__init__("judge_host", sandbox.host_config(-1, limits, "judge", JUDGE_UID),
+        # Unsafe mode runs on the host's file system, where "nobody" may not read the
+        # interpreter's files (under /root, say): no uid switch there.
+        drop_uid = JUDGE_UID if mode != sandbox.UNSAFE else None
+        super().__init__("judge_host", sandbox.host_config(-1, limits, "judge", drop_uid),
                          mode, seqpacket=False)
 
     def submit(self, channel: socket.socket, job: socket.socket) -> None:

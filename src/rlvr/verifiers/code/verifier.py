@@ -6,8 +6,10 @@ check) and "memory_mb" (address space of the model's process):
   {"test": "def check(candidate): ...", "entry_point": "f", "prompt"?: "..."}
         HumanEval style, all or nothing. "prompt" (HumanEval's own field) is trusted
         code run before the model's code and before the test, for helpers both use.
-  {"asserts": ["assert f(1) == 2", ...], "setup"?: "import math"}
+  {"asserts": ["assert f(1) == 2", ...], "setup"?: "import math", "prompt"?: "..."}
         MBPP style; score = fraction of asserts that hold, each on a fresh fork.
+        "setup" is trusted code run on the judge's side before the asserts (MBPP's
+        test_setup_code); "prompt" is prepended to the model's program.
   {"io": [{"input": "...", "output": "..."}], "float_tolerance"?: 1e-6}
         stdin/stdout; score = fraction of cases; whitespace-tolerant token comparison.
 See docs/CODE_SANDBOX.md for the threat model.
@@ -16,6 +18,7 @@ See docs/CODE_SANDBOX.md for the threat model.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Any
 
@@ -26,6 +29,7 @@ from rlvr.verifiers.code.runner import JudgeServer, Zygote, run_function_check, 
 from rlvr.verifiers.code.sandbox import UNSAFE, Limits, probe
 
 MAX_TIMEOUT_S = 30.0     # keep the registry's per-item limit (60 s) above any check
+MAX_MEMORY_MB = 2048     # per process; a check may hold Limits.processes of them
 MAX_CODE_CHARS = 200_000
 _SHAPES = ("test", "asserts", "io")
 
@@ -67,11 +71,18 @@ class CodeVerifier:
     def __init__(self, sandbox: str = "bwrap", timeout_s: float = 6.0, memory_mb: int = 512) -> None:
         if sandbox not in ("bwrap", UNSAFE):
             raise ValueError(f"code: sandbox must be 'bwrap' or {UNSAFE!r}, got {sandbox!r}")
+        if not 0 < timeout_s <= MAX_TIMEOUT_S:
+            raise ValueError(f"code: timeout_s must be in (0, {MAX_TIMEOUT_S}], got {timeout_s!r}")
+        if not 64 <= memory_mb <= MAX_MEMORY_MB:
+            raise ValueError(f"code: memory_mb must be in [64, {MAX_MEMORY_MB}], got {memory_mb!r}")
         self.mode, self.timeout_s, self.memory_mb = sandbox, float(timeout_s), int(memory_mb)
         if self.mode == "bwrap":
             probe()  # refuse now, with the reason, rather than score everything 0
         self._judge = JudgeServer(Limits(cpu_s=3600, memory_mb=1024, processes=1024), self.mode)
         self._zygote = Zygote(self.mode, Limits().tmpfs_mb)
+        # One check at a time per instance: the two sandboxes serve one check each.
+        # (VerifierPool runs one instance per worker process, so this never waits there.)
+        self._lock = threading.Lock()
 
     def check_reference(self, reference: Any) -> None:
         if not isinstance(reference, dict):
@@ -97,10 +108,14 @@ class CodeVerifier:
             _check_io_cases(reference["io"])
             _number(reference, "float_tolerance", 0.0, 1.0)
         _number(reference, "timeout", 0.1, MAX_TIMEOUT_S)
-        _number(reference, "memory_mb", 64, 2048)
+        _number(reference, "memory_mb", 64, MAX_MEMORY_MB)
 
     def verify(self, completion: str, reference: Any) -> Verdict:
         self.check_reference(reference)
+        with self._lock:
+            return self._verify(completion, reference)
+
+    def _verify(self, completion: str, reference: Any) -> Verdict:
         code = extract_code(completion)
         if code is None:
             return Verdict.wrong("no_code")

@@ -48,7 +48,7 @@ def _match_brace(text: str, open_index: int) -> int | None:
     return None
 
 
-def _unwrap_boxes(content: str) -> str:
+def unwrap_boxes(content: str) -> str:
     r"""`\boxed{\boxed{x}}` -> `x`: a box whose whole content is another box."""
     while True:
         inner = content.strip()
@@ -72,7 +72,7 @@ def boxed_candidates(text: str) -> list[Candidate]:
         close = _match_brace(text, match.end() - 1)
         if close is None:  # unclosed box: the model ran out of tokens; not an answer
             return found
-        content = _unwrap_boxes(text[match.end():close])
+        content = unwrap_boxes(text[match.end():close])
         found.append(Candidate(content.strip(), match.start(), close + 1, "boxed"))
         position = close + 1
 
@@ -93,7 +93,7 @@ def _marker_candidates(text: str, boxes: list[Candidate]) -> list[Candidate]:
 
 def _strip_sentence_wrapping(content: str) -> str:
     """`$5$.` -> `5`; `\\( 5 \\)` -> `5`: math delimiters and the closing full stop."""
-    content = content.strip()
+    content = content.strip().strip("*").strip()  # markdown bold: **Answer:** 42
     # "The final answer is $x$. I hope it is correct.": the first math span is the answer
     math_span = re.match(r"^(\$\$?)((?:\\.|[^$\\])+)\1", content) or re.match(r"^\\\((.+?)\\\)", content)
     if math_span:
@@ -119,3 +119,20 @@ def last_number(text: str) -> Candidate | None:
         return None
     match = matches[-1]
     return Candidate(match.group().rstrip(","), match.start(), match.end(), "last_number")
+
+
+_PLAIN_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+BARE_MAX_CHARS = 200
+BARE_MAX_WORDS = 2
+
+
+def bare_answer(text: str) -> Candidate | None:
+    """The whole text, when it is nothing but an answer: one line, short, at most two
+    plain words (`42`, `x = 3`, `72 apples`, `\\text{Evelyn}`), as when a caller has
+    already cut out the answer (an `<answer>` block). Prose is not an answer."""
+    stripped = text.strip()
+    if not stripped or "\n" in stripped or len(stripped) > BARE_MAX_CHARS:
+        return None
+    if len(_PLAIN_WORD.findall(stripped)) > BARE_MAX_WORDS:
+        return None
+    return Candidate(_strip_sentence_wrapping(stripped), 0, len(text), "whole")

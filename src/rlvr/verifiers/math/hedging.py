@@ -14,6 +14,7 @@ verifier.py, which knows the gold's shape.
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from rlvr.verifiers.math.extraction import Candidate
 
@@ -22,7 +23,7 @@ SPAM_DISTINCT_BOXES = 4  # this many different boxed answers in one completion i
 # Glue between two answers that joins them into one final statement.
 _CONNECTING = re.compile(
     r"\\quad|\\qquad|\\text\s*\{|\\textbf\s*\{|\\\(|\\\)|\\\[|\\\]|[\s$,;:/.&{}()*\\-]"
-    r"|\b(?:or|and|either|maybe|possibly|perhaps|alternatively|also|otherwise)\b",
+    r"|\b(?:or|and|either|maybe|possibly|perhaps|alternatively|also|otherwise|equivalently)\b",
     re.IGNORECASE)
 _ALTERNATIVE = re.compile(
     r"\\text\s*\{\s*or\s*\}|\bor\b|\\lor(?![a-zA-Z])|\\vee(?![a-zA-Z])|\beither\b|\\text\s*\{\s*and/or",
@@ -51,17 +52,24 @@ def final_group(text: str, candidates: list[Candidate]) -> list[Candidate]:
     return group
 
 
-def hedge_reason(text: str, candidates: list[Candidate], group: list[Candidate]) -> str | None:
+def hedge_reason(text: str, candidates: list[Candidate], group: list[Candidate],
+                 alternatives_allowed: bool = False, gold_values: int = 1,
+                 same_answer: Callable[[str, str], bool] | None = None) -> str | None:
     """Why the final answer is a hedge ("several_answers", "alternative", "negated",
     "spamming"), or None. `group` is `final_group(...)` after the caller merged it
-    (a multi-valued gold may legitimately box each value)."""
+    (a multi-valued gold may legitimately box each value); `alternatives_allowed` for
+    such a gold too, where "x = 1 or x = 2" states the solution set; `gold_values`
+    raises the spam threshold for a gold with that many values; `same_answer(a, b)`
+    tells equal answers written differently apart from different ones."""
     if len({_squash(c.text) for c in group}) > 1:
-        return "several_answers"
+        # `\boxed{2} or \boxed{\frac42}` says one thing twice; different values hedge
+        if same_answer is None or not all(same_answer(c.text, group[-1].text) for c in group):
+            return "several_answers"
     boxed = {_squash(c.text) for c in candidates if c.method == "boxed"}
-    if len(boxed) >= SPAM_DISTINCT_BOXES:
+    if len(boxed) >= SPAM_DISTINCT_BOXES + gold_values - 1:  # a gold of 5 values may box 5
         return "spamming"
     final = group[-1]
-    if _ALTERNATIVE.search(final.text):
+    if not alternatives_allowed and _ALTERNATIVE.search(final.text):
         return "alternative"
     before = text[max(0, group[0].start - _NEGATION_WINDOW):group[0].start]
     if _NEGATION_BEFORE.search(before) or _NEGATION_INSIDE.search(final.text):

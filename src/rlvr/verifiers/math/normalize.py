@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rlvr.verifiers.math.extraction import unwrap_boxes
+
 _UNICODE = {
     "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u03c0": "\\pi ", "\u221a": "\\sqrt ",
     "\u00d7": "\\times ", "\u22c5": "\\cdot ", "\u00b7": "\\cdot ", "\u00f7": "\\div ",
@@ -29,7 +31,7 @@ _THOUSANDS_MARKUP = re.compile(r"(?<=\d)(?:\{,\}|\\,|,\\!|\\!,)\s*(?=\d{3}(?!\d)
 _THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d,])")
 _SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
 _TRAILING_TEXT = re.compile(r"^(?P<head>.*?\S)\s*\\text\s*\{[^{}]*\}(?:\s*\^\s*\{?\d\}?)?\s*$")
-_TRAILING_WORDS = re.compile(r"^(?P<head>.*\d)\s+[A-Za-z][A-Za-z ]*\.?$")
+_TRAILING_WORDS = re.compile(r"^(?P<head>.*\d)\s+[A-Za-z]{2,}(?: [A-Za-z]+)*\.?$")
 _WORD_CONNECTIVES = re.compile(r"\b(?:or|and|not|nor|either)\b", re.IGNORECASE)
 
 
@@ -71,7 +73,8 @@ def _strip_units(text: str) -> str:
 
 def normalize(answer: str) -> Normalized:
     """Clean `answer` (an extracted final answer) into comparable LaTeX."""
-    text = _strip_math_delimiters(_apply_unicode(answer))
+    # a gold stored boxed (`\boxed{5}`, `$\boxed{5}$`) is the same gold
+    text = unwrap_boxes(_strip_math_delimiters(_apply_unicode(answer))).strip()
     text = _THOUSANDS_MARKUP.sub("", text)  # before `\!` and `\,` go as spacing
     text = _NOISE.sub(" ", text)
     text = re.sub(r"\\[dt]frac", r"\\frac", text)
@@ -85,5 +88,6 @@ def normalize(answer: str) -> Normalized:
     text = _SCIENTIFIC.sub(r"\1\\times 10^{\2}", text)
     text = _strip_units(" ".join(text.split()))
     text = re.sub(r"\s*\\text\s*\{\s*\}", "", text)  # empty \text{} left by a unit strip
+    text = re.sub(r"\\text\s*\{([^{}a-zA-Z]*)\}", r"\1", text)  # `\textbf{5}` is 5
     text = re.sub(r"[.\s]+$", "", text).strip()
     return Normalized(text, percent, degrees)

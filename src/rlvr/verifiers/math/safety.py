@@ -10,6 +10,11 @@ trees alone (structural equality) or scores 0. Never `str()` such a tree either.
 
 from __future__ import annotations
 
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
 import sympy
 
 MAX_DIGITS = 20_000  # an exact integer of this size multiplies in microseconds
@@ -93,3 +98,31 @@ def _evaluate(node: sympy.Basic) -> sympy.Basic:
         return node.applyfunc(_evaluate)
     args = tuple(_evaluate(arg) for arg in node.args)
     return _rebuild(node, args)
+
+
+class BudgetExceeded(BaseException):
+    """The check ran past its in-process time budget. A BaseException so that the
+    `except Exception` around the grammar and sympy cannot swallow it."""
+
+
+def _raise_budget(signum: int, frame: object) -> None:
+    raise BudgetExceeded()
+
+
+@contextmanager
+def time_budget(seconds: float | None) -> Iterator[None]:
+    """Raise BudgetExceeded in this block after `seconds` (SIGALRM; the grammar and
+    sympy are pure Python, so the signal lands). A second line of defence inside the
+    pool's hard kill, which then never has to restart a worker; also protects direct
+    in-process use. Only in the main thread and when no other timer is running."""
+    if not seconds or threading.current_thread() is not threading.main_thread() \
+            or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _raise_budget)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -12,6 +12,7 @@ own module; this one wires them and names the outcome:
     unparseable    the answer is not text we can read as math, and not equal as text
     too_large      the answer is a number too large to evaluate (`9^{9^{9^9}}`) and is
                    not written exactly as the gold
+    too_slow       parsing and comparing ran past the verifier's own time budget
 
 The gold is parsed once per distinct string (cached), since a GRPO group checks many
 completions against one gold.
@@ -27,22 +28,27 @@ from typing import Any
 import sympy
 
 from rlvr.verifiers.base import InvalidReference, Verdict
-from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer
+from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer, flat_items
 from rlvr.verifiers.math.expressions import parse_expression
-from rlvr.verifiers.math.extraction import Candidate, answer_candidates, last_number
+from rlvr.verifiers.math.extraction import Candidate, answer_candidates, bare_answer, last_number
 from rlvr.verifiers.math.hedging import final_group, hedge_reason
 from rlvr.verifiers.math.normalize import Normalized, normalize
+from rlvr.verifiers.math.safety import BudgetExceeded, time_budget
 from rlvr.verifiers.math.structure import Shape, parse_shape
 
 FALLBACKS = (None, "last_number")
 _AND = re.compile(r"\s*\\text\s*\{\s*and\s*\}\s*|\s+and\s+")
+# For a multi-valued gold, "x = 1 or x = 2" lists the solutions; a hedge gains nothing
+# there, since the collection must match the gold's exactly.
+_OR = re.compile(r"\s*\\text\s*\{\s*or\s*\}\s*|\s+or\s+")
 _ONE = sympy.Integer(1)
 
 
 @lru_cache(maxsize=4096)
-def _read(answer: str) -> tuple[Normalized, Shape]:
+def _read(answer: str, or_separates: bool = False) -> tuple[Normalized, Shape]:
     normalized = normalize(answer)
-    return normalized, parse_shape(_AND.sub(", ", normalized.text))
+    text = _AND.sub(", ", normalized.text)
+    return normalized, parse_shape(_OR.sub(", ", text) if or_separates else text)
 
 
 def _gold_text(reference: Any) -> str:
@@ -88,28 +94,46 @@ def _failure_reason(shape: Shape) -> str:
 class MathVerifier:
     """Final-answer equivalence for math.
 
-    fallback: None (default) — only a box or an answer marker counts as an answer;
+    A completion that is nothing but a short answer (`42`, `x = 3`: one line, at most
+    two plain words) is its own answer, so callers that cut the answer out first (the
+    `<answer>` block of r1_math) work; prose without a box or marker is no answer.
+
+    fallback: None (default) — only a box, an answer marker or a bare answer counts;
               "last_number" — with neither, the last number in the text is the answer
               (for plain-text datasets; off for boxed-style data so that a stray number
               in the reasoning cannot score).
+    time_budget_s: parsing and comparison stop after this long with reason "too_slow"
+              (in the main thread; the pool's hard 5 s kill stays the last resort).
+              None turns it off.
     """
 
     name = "math"
 
-    def __init__(self, fallback: str | None = None) -> None:
+    def __init__(self, fallback: str | None = None, time_budget_s: float | None = 3.0) -> None:
         if fallback not in FALLBACKS:
             raise ValueError(f"math: fallback must be one of {FALLBACKS}, got {fallback!r}")
         self.fallback = fallback
+        self.time_budget_s = time_budget_s
 
     def check_reference(self, reference: Any) -> None:
         _gold_text(reference)
 
     def _candidates(self, completion: str) -> list[Candidate]:
         candidates = answer_candidates(completion)
-        if not candidates and self.fallback == "last_number":
-            number = last_number(completion)
-            candidates = [number] if number else []
+        if not candidates:
+            bare = bare_answer(completion)
+            if bare is None and self.fallback == "last_number":
+                bare = last_number(completion)
+            candidates = [bare] if bare else []
         return candidates
+
+    def _same_answer(self, first: str, second: str) -> bool:
+        """Two stated answers are the same value (under the time budget)."""
+        try:
+            with time_budget(self.time_budget_s):
+                return Comparer().equal(_read(first)[1], _read(second)[1])
+        except BudgetExceeded:
+            return False
 
     def verify(self, completion: str, reference: Any) -> Verdict:
         gold_norm, gold = _read(_gold_text(reference))
@@ -125,10 +149,12 @@ class MathVerifier:
         details: dict[str, Any] = {"answer": answer_text[:500], "method": group[-1].method}
         if not answer_text.strip():
             return Verdict.wrong("no_answer", empty_box=True, **details)
-        hedge = hedge_reason(completion, candidates, group)
+        multi_valued = gold.kind in COLLECTION_KINDS
+        hedge = hedge_reason(completion, candidates, group, alternatives_allowed=multi_valued,
+                             gold_values=len(flat_items(gold)), same_answer=self._same_answer)
         if hedge:
             return Verdict.wrong("hedged", hedge=hedge, **details)
-        answer_norm, answer = _read(answer_text)
+        answer_norm, answer = _read(answer_text, or_separates=multi_valued)
         details["normalized"] = answer_norm.text[:500]
         if answer.kind == "empty":
             return Verdict.wrong("no_answer", **details)
@@ -136,6 +162,10 @@ class MathVerifier:
                 and len(answer.parts) > 1:
             return Verdict.wrong("hedged", hedge="several_values", **details)
         comparer = Comparer(_percent_scales(answer_norm, gold_norm))
-        if comparer.equal(answer, gold):
-            return Verdict.correct(**details)
-        return Verdict.wrong(_failure_reason(answer), **details)
+        try:
+            with time_budget(self.time_budget_s):
+                if comparer.equal(answer, gold):
+                    return Verdict.correct(**details)
+                return Verdict.wrong(_failure_reason(answer), **details)
+        except BudgetExceeded:
+            return Verdict.wrong("too_slow", limit_s=self.time_budget_s, **details)

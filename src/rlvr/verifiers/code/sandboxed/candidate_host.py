@@ -13,6 +13,7 @@ Serve mode messages (judge -> candidate, over the channel fd):
                             it; ["end"] makes it exit and the parent replies ["ended", code]
 IO mode: read the program from the channel fd, then run it as __main__ on the real
 stdin/stdout; the verifier compares the output.
+`run` is the entry point of each check's process, forked by zygote.py.
 """
 
 from __future__ import annotations

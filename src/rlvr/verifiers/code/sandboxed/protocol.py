@@ -7,6 +7,8 @@ The wire format is a 4-byte big-endian length and a JSON document; JSON parsing 
 only built-in objects, and the types JSON lacks are tagged objects:
     tuple -> {"t": [...]}, set -> {"s": [...]}, bytes -> {"b": "<base64>"},
     dict  -> {"d": [[key, value], ...]}          (keys of any hashable plain type)
+    nan/inf -> {"f": "nan"}, int beyond 64 bits -> {"i": "<hex>"} (decimal parsing is
+    quadratic and capped at 4300 digits; hex is linear and uncapped)
 Every JSON object on the wire is such a tag, so a str can never be mistaken for one.
 
 This file is stdlib-only: it is imported inside the sandbox too (sandboxed/ is the one
@@ -19,12 +21,15 @@ import base64
 import json
 import math
 import os
+import re
 import struct
 
 MAX_FRAME_BYTES = 32 * 1024 * 1024
 MAX_DEPTH = 100
 _HEADER = struct.Struct(">I")
 _SCALARS = (type(None), bool, int, str)
+_BIG_INT = 1 << 64
+_HEX = re.compile(r"-?[0-9a-f]+")
 
 
 class ProtocolError(Exception):
@@ -40,6 +45,8 @@ def to_wire(value: object, depth: int = 0) -> object:
     if depth > MAX_DEPTH:
         raise TypeError(f"value nested deeper than {MAX_DEPTH} levels (or cyclic)")
     kind = type(value)
+    if kind is int and not -_BIG_INT < value < _BIG_INT:
+        return {"i": format(value, "x")}  # hex: linear time, no str-digit limit
     if kind in _SCALARS:
         return value
     if kind is float:
@@ -79,6 +86,8 @@ def from_wire(tree: object, depth: int = 0) -> object:
     (tag, body), = tree.items()
     if tag == "f" and body in ("nan", "inf", "-inf"):
         return float(body)
+    if tag == "i" and type(body) is str and _HEX.fullmatch(body):
+        return int(body, 16)
     if tag == "b" and type(body) is str:
         try:
             return base64.b64decode(body.encode("ascii"), validate=True)

@@ -15,7 +15,8 @@ zygote restores explicitly after every check:
   that double-forked, and empties /tmp. Only then does the next check start.
 
 Control messages (SOCK_SEQPACKET, one frame per message):
-  {"op": "run", "mode", "limits", "drop_uid"} + fds [channel, stdin, stdout] -> ["started"]
+  {"op": "run", "mode", "limits", "drop_uid"} + fds [channel] (serve mode) or
+      [program, stdin, stdout] (io mode) -> ["started"]
   {"op": "reap", "wait_s"} -> ["clean", exit code of the check's process or None]
 """
 
@@ -108,6 +109,7 @@ def main(proto, confine, config: dict) -> None:
     # host, where kill(-1) and emptying /tmp would hit everything else of this user.
     _IN_SANDBOX = os.getpid() == 1
     confine.non_dumpable()
+    confine.preload_common_modules()
     workdir = _TMP if _IN_SANDBOX else tempfile.mkdtemp(prefix="rlvr-unsafe-")
     control = socket.socket(fileno=config["fd"])
     child = None

