@@ -21,6 +21,8 @@ V = MathVerifier()
     (r"\boxed{either 2 or 3}", "2", "alternative"),
     (r"The answer is not $\boxed{5}$.", "5", "negated"),
     (r"The answer isn't \boxed{5}", "5", "negated"),
+    (r"The answer cannot be $\boxed{5}$", "5", "negated"),
+    (r"so x is never equal to \boxed{5}", "5", "negated"),
     (r"The answer is \boxed{\neq 5}", "5", "negated"),
     ("The final answer is not 5.", "5", "negated"),
     (" ".join(rf"\boxed{{{k}}}." + " Hmm, let me reconsider." for k in range(1, 9)) + r" \boxed{7}",
@@ -56,7 +58,8 @@ def test_correction_that_ends_on_one_answer_is_fine():
     assert V.verify(text, "3").reason == "wrong_answer"
 
 
-@pytest.mark.parametrize("reference", [None, "", "   ", {"answer": "5"}, ["5"], True])
+@pytest.mark.parametrize("reference", [None, "", "   ", {"answer": "5"}, ["5"], True,
+                                       "\\boxed{}", "$ $", float("nan")])
 def test_invalid_reference(reference):
     with pytest.raises(InvalidReference, match="math: reference"):
         V.check_reference(reference)
@@ -97,6 +100,25 @@ def test_inputs_slow_to_parse_end_within_the_limit():
     for case, verdict in zip(cases, verdicts):
         assert verdict.score == 0.0 and verdict.reason in ("unparseable", "too_slow",
                                                             "wrong_answer"), (case, verdict)
+
+
+def test_huge_completions_end_within_the_limit():
+    """Inputs that would be quadratic in a naive extractor: thousands of nested boxes,
+    markers, boxes. Each is decided by the verifier (not the pool's kill)."""
+    cases = [
+        Case("math", "\\boxed{" * 20000 + "1" + "}" * 20000, "1", timeout_s=4.5),
+        Case("math", "Answer: " * 20000, "1", timeout_s=4.5),
+        Case("math", "\\boxed{" * 20000, "1", timeout_s=4.5),
+        Case("math", " ".join(f"\\boxed{{{k}}}" for k in range(5000)), "4999", timeout_s=4.5),
+        Case("math", "x" * 500_000 + " #### 1", "1", timeout_s=4.5),
+        Case("math", "\\boxed{" + "1 aa " * 20000 + "}", "1", timeout_s=4.5),
+    ]
+    with VerifierPool(workers=2, preload=["math"]) as pool:
+        pool.start()
+        verdicts = pool.verify(cases)
+    assert [(v.passed, v.reason) for v in verdicts] == [
+        (True, "correct"), (False, "no_answer"), (False, "no_answer"), (False, "hedged"),
+        (True, "correct"), (False, "unparseable")]
 
 
 def test_time_budget_stops_a_slow_check():

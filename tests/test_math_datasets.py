@@ -49,6 +49,18 @@ def test_every_math500_answer_verifies_against_itself_boxed(pool, math500):
     assert _failures(pool, cases, True) == []
 
 
+def test_math500_answers_verify_when_written_differently(pool, math500):
+    """Value-preserving rewrites a model makes: `\\dfrac`, `\\displaystyle`, `\\left(`
+    ... `\\right)`, and inline math after `Answer:`."""
+    def rewrite(answer: str) -> str:
+        text = answer.replace("\\frac", "\\dfrac")
+        if text.startswith("(") and text.endswith(")"):
+            text = "\\left(" + text[1:-1] + "\\right)"
+        return "\\displaystyle " + text
+    cases = [Case("math", f"Answer: ${rewrite(a)}$", a) for a in math500]
+    assert _failures(pool, cases, True) == []
+
+
 def test_every_math500_gold_parses(math500):
     """Not just string-equal to itself: each expression inside each gold parses, so a
     differently written correct answer can be compared."""
@@ -65,6 +77,8 @@ def test_every_gsm8k_answer_verifies_as_marker_and_boxed(pool, gsm8k):
         cases.append(Case("math", row["answer"], gold))  # the full worked solution
         cases.append(Case("math", f"#### {gold}", gold))
         cases.append(Case("math", f"So the total is $\\boxed{{{gold}}}$.", gold))
+        plain = int(gold.replace(",", ""))
+        cases.append(Case("math", f"The answer is $\\boxed{{\\${plain:,}}}$.", gold))  # \$1,600
     assert _failures(pool, cases, True) == []
 
 

@@ -48,17 +48,35 @@ def _match_brace(text: str, open_index: int) -> int | None:
     return None
 
 
+def _brace_pairs(text: str) -> dict[int, int]:
+    """Index of each grouping `{` -> index of its `}`, in one pass."""
+    pairs, stack, i = {}, [], 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == "{":
+            stack.append(i)
+        elif text[i] == "}" and stack:
+            pairs[stack.pop()] = i
+        i += 1
+    return pairs
+
+
 def unwrap_boxes(content: str) -> str:
-    r"""`\boxed{\boxed{x}}` -> `x`: a box whose whole content is another box."""
+    r"""`\boxed{\boxed{x}}` -> `x`: a box whose whole content is another box. Linear
+    in the length even for thousands of nested boxes (one brace-matching pass)."""
+    pairs = _brace_pairs(content)
+    start, end = 0, len(content)  # the current content is content[start:end]
     while True:
-        inner = content.strip()
-        match = _BOX_COMMAND.match(inner)
-        if not match:
-            return content
-        close = _match_brace(inner, match.end() - 1)
-        if close != len(inner) - 1:
-            return content
-        content = inner[match.end():close]
+        while start < end and content[start].isspace():
+            start += 1
+        while end > start and content[end - 1].isspace():
+            end -= 1
+        match = _BOX_COMMAND.match(content, start, end)
+        if not match or pairs.get(match.end() - 1) != end - 1:
+            return content[start:end]
+        start, end = match.end(), end - 1
 
 
 def boxed_candidates(text: str) -> list[Candidate]:
@@ -77,9 +95,13 @@ def boxed_candidates(text: str) -> list[Candidate]:
         position = close + 1
 
 
+MAX_MARKERS = 20  # only the last markers can be in the final position
+
+
 def _marker_candidates(text: str, boxes: list[Candidate]) -> list[Candidate]:
     found = []
-    for match in _LINE_MARKERS.finditer(text):
+    # the last few only: each costs a scan to its line end (quadratic if all were kept)
+    for match in list(_LINE_MARKERS.finditer(text))[-MAX_MARKERS:]:
         line_end = text.find("\n", match.end())
         line_end = len(text) if line_end < 0 else line_end
         # "The final answer is \boxed{5}": the box states the answer, not the marker.

@@ -30,7 +30,7 @@ _ALTERNATIVE = re.compile(
     re.IGNORECASE)
 # Negation right before the answer: "is not", "isn't", "never", "\neq", "≠".
 _NEGATION_BEFORE = re.compile(
-    r"(?:\bnot|n't|\bnever|\\neq?|\u2260)\s*(?:equal(?:s)?\s*(?:to)?|be)?\s*[:=]?\s*[$(\\\[]*\s*$",
+    r"(?:\bnot|\bcannot|n't|\bnever|\\neq?|\u2260)\s*(?:equal(?:s)?\s*(?:to)?|be)?\s*[:=]?\s*[$(\\\[]*\s*$",
     re.IGNORECASE)
 _NEGATION_INSIDE = re.compile(r"^\s*(?:\\neq?(?![a-zA-Z])|\u2260|not\b|\\text\s*\{\s*not\b)",
                               re.IGNORECASE)
@@ -61,13 +61,15 @@ def hedge_reason(text: str, candidates: list[Candidate], group: list[Candidate],
     such a gold too, where "x = 1 or x = 2" states the solution set; `gold_values`
     raises the spam threshold for a gold with that many values; `same_answer(a, b)`
     tells equal answers written differently apart from different ones."""
-    if len({_squash(c.text) for c in group}) > 1:
-        # `\boxed{2} or \boxed{\frac42}` says one thing twice; different values hedge
-        if same_answer is None or not all(same_answer(c.text, group[-1].text) for c in group):
-            return "several_answers"
     boxed = {_squash(c.text) for c in candidates if c.method == "boxed"}
     if len(boxed) >= SPAM_DISTINCT_BOXES + gold_values - 1:  # a gold of 5 values may box 5
-        return "spamming"
+        return "spamming"  # first: cheap, and it bounds the value checks below
+    written = {_squash(c.text) for c in group}
+    if len(written) > 1:
+        # `\boxed{2} or \boxed{\frac42}` says one thing twice; different values hedge
+        if same_answer is None or len(written) >= SPAM_DISTINCT_BOXES \
+                or not all(same_answer(c.text, group[-1].text) for c in group):
+            return "several_answers"
     final = group[-1]
     if not alternatives_allowed and _ALTERNATIVE.search(final.text):
         return "alternative"

@@ -37,6 +37,9 @@ from rlvr.verifiers.math.safety import BudgetExceeded, time_budget
 from rlvr.verifiers.math.structure import Shape, parse_shape
 
 FALLBACKS = (None, "last_number")
+# A final answer longer than this is not one (MATH-500's longest gold is 53 characters;
+# a 5x5 matrix of fractions is ~400); it is also kept from the string rewrites.
+MAX_ANSWER_CHARS = 2000
 _AND = re.compile(r"\s*\\text\s*\{\s*and\s*\}\s*|\s+and\s+")
 # For a multi-valued gold, "x = 1 or x = 2" lists the solutions; a hedge gains nothing
 # there, since the collection must match the gold's exactly.
@@ -65,6 +68,13 @@ def _gold_text(reference: Any) -> str:
     if not text:
         raise InvalidReference("math: reference (gold answer) is empty")
     return text
+
+
+def _read_gold(reference: Any) -> tuple[Normalized, Shape]:
+    normalized, shape = _read(_gold_text(reference))
+    if shape.kind == "empty":
+        raise InvalidReference(f"math: reference {str(reference)[:100]!r} has no answer in it")
+    return normalized, shape
 
 
 def _percent_scales(answer: Normalized, gold: Normalized) -> tuple[sympy.Rational, ...]:
@@ -116,7 +126,7 @@ class MathVerifier:
         self.time_budget_s = time_budget_s
 
     def check_reference(self, reference: Any) -> None:
-        _gold_text(reference)
+        _read_gold(reference)
 
     def _candidates(self, completion: str) -> list[Candidate]:
         candidates = answer_candidates(completion)
@@ -136,7 +146,7 @@ class MathVerifier:
             return False
 
     def verify(self, completion: str, reference: Any) -> Verdict:
-        gold_norm, gold = _read(_gold_text(reference))
+        gold_norm, gold = _read_gold(reference)
         candidates = self._candidates(completion or "")
         if not candidates:
             return Verdict.wrong("no_answer", answer=None)
@@ -150,6 +160,8 @@ class MathVerifier:
         if not answer_text.strip():
             return Verdict.wrong("no_answer", empty_box=True, **details)
         multi_valued = gold.kind in COLLECTION_KINDS
+        if len(answer_text) > MAX_ANSWER_CHARS:
+            return Verdict.wrong("unparseable", too_long=True, **details)
         hedge = hedge_reason(completion, candidates, group, alternatives_allowed=multi_valued,
                              gold_values=len(flat_items(gold)), same_answer=self._same_answer)
         if hedge:
