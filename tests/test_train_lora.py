@@ -16,7 +16,7 @@ import rlvr.training.run as run_module
 from cli_helpers import run_cli
 from rlvr.training.run import train
 from rlvr.training.setup import load_policy
-from train_helpers import tiny_config
+from train_helpers import interrupt_at, tiny_config
 
 pytest.importorskip("peft", reason="LoRA needs the peft extra")
 
@@ -53,18 +53,11 @@ def test_lora_run_moves_only_adapters_resumes_and_merges(tmp_path, monkeypatch, 
     assert moved > 0  # B starts at zero: any nonzero B was learned
 
     # Interrupted after step 2's checkpoint, resumed: the same adapter as the full run.
-    real_step = run_module.rl_step
-
-    def dying_step(trainer, step):
-        if step == 3:
-            raise KeyboardInterrupt
-        return real_step(trainer, step)
-
     part = tmp_path / "part"
-    monkeypatch.setattr(run_module, "rl_step", dying_step)
-    with pytest.raises(KeyboardInterrupt):
-        train(cfg, part)
-    monkeypatch.setattr(run_module, "rl_step", real_step)
+    with monkeypatch.context() as patch:
+        patch.setattr(run_module, "rl_step", interrupt_at(3))
+        with pytest.raises(KeyboardInterrupt):
+            train(cfg, part)
     train(cfg, part, resume=True)
     a = load_file(final / "adapter_model.safetensors")
     b = load_file(part / "checkpoints/step-000003/adapter_model.safetensors")
