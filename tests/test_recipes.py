@@ -74,6 +74,10 @@ def test_recipe_one_step_on_a_tiny_model(recipe, tiny_smollm2, shared_data_env, 
     cfg = load_config(TrainConfig, CONFIGS / recipe, SMOKE + [f"model.path={tiny_smollm2}"])
     train(cfg, tmp_path / "run")
     _check_run(tmp_path / "run", cfg.model.lora.enabled)
+    if cfg.model.lora.enabled:  # `rlvr merge-lora CKPT` finds the base on its own
+        adapter = json.loads((tmp_path / "run/checkpoints/step-000001/adapter_config.json"
+                              ).read_text())
+        assert Path(adapter["base_model_name_or_path"]) == tiny_smollm2
 
 
 def test_recipes_cover_the_four_tasks():
