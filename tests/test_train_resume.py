@@ -46,7 +46,10 @@ def test_resume_matches_uninterrupted_run(tmp_path, monkeypatch):
     a = load_file(full / "checkpoints/step-000005/model.safetensors")
     b = load_file(part / "checkpoints/step-000005/model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert _logged(part / "metrics.jsonl") == _logged(full / "metrics.jsonl")
+    # Metrics to float rounding: MKL's matmul results may differ in the last bit with the
+    # memory alignment of its inputs (exact under MKL_CBWR=COMPATIBLE); weights are exact.
+    logged_part, logged_full = _logged(part / "metrics.jsonl"), _logged(full / "metrics.jsonl")
+    assert logged_part == [pytest.approx(m, rel=1e-6, abs=1e-9) for m in logged_full]
     assert (part / "rollouts.jsonl").read_text() == (full / "rollouts.jsonl").read_text()
     sa, sb = (json.loads((d / "summary.json").read_text()) for d in (full, part))
     assert sa["eval"] == sb["eval"]

@@ -31,3 +31,18 @@ class LengthVerifier:
 
         score = min(1.0, len(completion) / 6)
         return Verdict(score, score == 1.0, "length", {"components": {"length": score}})
+
+
+def interrupt_at(step_to_fail: int):
+    """An rl_step replacement that raises KeyboardInterrupt at the start of one step (a
+    run killed there); monkeypatch it over rlvr.training.run.rl_step."""
+    import rlvr.training.run as run_module
+
+    real_step = run_module.rl_step
+
+    def dying_step(trainer, step):
+        if step == step_to_fail:
+            raise KeyboardInterrupt
+        return real_step(trainer, step)
+
+    return dying_step

@@ -50,8 +50,8 @@ REFERENCE_TRANSFORMS: dict[str, Callable[[Any], Any]] = {
 class FieldMapping:
     """Which source fields become the record's fields (dotted paths reach into dicts).
 
-    prompt/reference/verifier/id: source field names; `verifier` may be absent from the
-    data when `default_verifier` is given; `id` defaults to "<file stem>:<line>".
+    prompt/reference/verifier/id: source field names ("." = the whole row); `verifier`
+    may be absent from the data when `default_verifier` is given; `id` defaults to "<file stem>:<line>".
     prompt_template: optional str.format template over the row, e.g. "Q: {question}\\nA:"
     (used instead of `prompt` when set).
     reference_transform: a name from REFERENCE_TRANSFORMS applied to the reference.
@@ -141,6 +141,8 @@ def _dataset_dir_rows(path: Path) -> Iterator[tuple[str, int, Any]]:
 
 
 def _get(row: dict[str, Any], dotted: str, where: str) -> Any:
+    if dotted == ".":  # the whole row (e.g. an IFEval or HumanEval row is the reference)
+        return row
     value: Any = row
     for part in dotted.split("."):
         if not isinstance(value, dict) or part not in value:

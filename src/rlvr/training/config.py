@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from rlvr.config import ConfigError
 from rlvr.data.loading import FieldMapping
+from rlvr.models.lora import LoraConfig
 
 
 def _doc(help_text: str, **kwargs):
@@ -41,6 +42,11 @@ class ModelConfig:
     threads: int = _doc("torch CPU threads (0 = torch's default). 1 suits the tiny model: "
                         "its matrices are too small to split, and verifier workers need "
                         "a core", default=1)
+    lora: LoraConfig = _doc("LoRA adapters (peft) instead of full fine-tuning; checkpoints "
+                            "then hold the adapter (merge with `rlvr merge-lora`)",
+                            default_factory=LoraConfig)
+    gradient_checkpointing: bool = _doc("recompute activations in the backward pass (less "
+                                        "memory, ~30% more update time)", default=False)
 
 
 @dataclass

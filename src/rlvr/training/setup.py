@@ -24,30 +24,61 @@ def pick_device(name: str) -> torch.device:
 
 
 def load_policy(cfg: ModelConfig, seed: int, path: str | Path | None = None) -> tuple[Any, Any]:
-    """(model, tokenizer) from `path` (a checkpoint), else cfg.path, else a fresh tiny Llama."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """(model, tokenizer) from `path` (a checkpoint), else cfg.path, else a fresh tiny Llama.
+    A LoRA checkpoint (an adapter dir) is attached to the base model of cfg; a fresh
+    model gets new adapters when cfg.lora.enabled."""
     from transformers.utils import logging as hf_logging
+
+    from rlvr.models.lora import apply_lora, is_adapter_dir
 
     hf_logging.disable_progress_bar()  # no "Writing model shards" bars at every checkpoint
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
+    if path is not None and is_adapter_dir(path):
+        model, tokenizer = _adapter_policy(cfg, seed, Path(path))
+    else:
+        model, tokenizer = _base_policy(cfg, seed, path)
+        if cfg.lora.enabled:
+            model = apply_lora(model, cfg.lora)
+    if cfg.gradient_checkpointing:
+        # Non-reentrant checkpointing needs no input grads, so frozen embeddings (LoRA) work.
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if tokenizer.pad_token_id is None:  # padding positions are masked; any id will do
+        tokenizer.pad_token = tokenizer.eos_token
+    return model.to(pick_device(cfg.device)), tokenizer
+
+
+def _base_policy(cfg: ModelConfig, seed: int, path: str | Path | None) -> tuple[Any, Any]:
+    """A full model from `path` or cfg.path (anything `resolve_model` takes), else the
+    tiny Llama, which `seed` rebuilds identically (the base of a tiny LoRA run)."""
     source = path or cfg.path
     if source:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
         from rlvr.models import resolve_model
 
         directory = resolve_model(source)
         tokenizer = AutoTokenizer.from_pretrained(directory)
         model = AutoModelForCausalLM.from_pretrained(directory, dtype=_DTYPES[cfg.dtype])
-    else:
-        tokenizer = char_tokenizer()
-        t = cfg.tiny
-        model = tiny_llama(tokenizer, TinyModelSpec(t.hidden_size, t.intermediate_size,
-                                                    t.num_layers, t.num_heads,
-                                                    t.max_positions), seed)
-        model = model.to(_DTYPES[cfg.dtype])
-    if tokenizer.pad_token_id is None:  # padding positions are masked; any id will do
-        tokenizer.pad_token = tokenizer.eos_token
-    return model.to(pick_device(cfg.device)), tokenizer
+        return model, tokenizer
+    tokenizer = char_tokenizer()
+    t = cfg.tiny
+    model = tiny_llama(tokenizer, TinyModelSpec(t.hidden_size, t.intermediate_size,
+                                                t.num_layers, t.num_heads,
+                                                t.max_positions), seed)
+    return model.to(_DTYPES[cfg.dtype]), tokenizer
+
+
+def _adapter_policy(cfg: ModelConfig, seed: int, adapter_dir: Path) -> tuple[Any, Any]:
+    """The base model of cfg with the (trainable) adapter saved at `adapter_dir`."""
+    from rlvr.models.lora import attach_adapter
+
+    model, tokenizer = _base_policy(cfg, seed, None)
+    if (adapter_dir / "tokenizer_config.json").is_file():
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(adapter_dir)
+    return attach_adapter(model, adapter_dir, trainable=True), tokenizer
 
 
 def arithmetic_task(cfg: DataConfig) -> ArithmeticTask:
@@ -58,15 +89,18 @@ def arithmetic_task(cfg: DataConfig) -> ArithmeticTask:
 
 def load_data(cfg: DataConfig, seed: int) -> tuple[list[TaskRecord], list[TaskRecord]]:
     """(training records, held-out records). The arithmetic task's splits never overlap."""
+    from rlvr.data.sources import resolve_data_path
+
     if cfg.path:
-        train = load_records(cfg.path, cfg.mapping, default_verifier=cfg.default_verifier)
-        held_out = (load_records(cfg.eval_path, cfg.mapping,
+        train = load_records(resolve_data_path(cfg.path), cfg.mapping,
+                             default_verifier=cfg.default_verifier)
+        held_out = (load_records(resolve_data_path(cfg.eval_path), cfg.mapping,
                                  default_verifier=cfg.default_verifier)
                     if cfg.eval_path else [])
     else:
         task = arithmetic_task(cfg)
         train = task.generate(cfg.arithmetic.train_size, "train", seed)
-        held_out = (load_records(cfg.eval_path, cfg.mapping,
+        held_out = (load_records(resolve_data_path(cfg.eval_path), cfg.mapping,
                                  default_verifier=cfg.default_verifier)
                     if cfg.eval_path else task.generate(cfg.eval_size, "test", seed))
     if cfg.eval_size > 0:

