@@ -11,7 +11,7 @@ import threading
 from typing import Any
 
 from rlvr.verifiers.pool import VerifierPool
-from rlvr.verifiers.registry import _resolve, spec_for
+from rlvr.verifiers.registry import resolve_factory, spec_for
 
 # Verifiers whose reference is a string in its own right; a JSON-looking string is
 # parsed into an object for every other verifier (parquet and Arrow columns often
@@ -45,7 +45,7 @@ def normalise_reference(verifier: str, reference: Any) -> Any:
 @functools.lru_cache(maxsize=256)
 def _check_options(verifier: str, options_json: str) -> None:
     options = json.loads(options_json)
-    factory = _resolve(spec_for(verifier).target)
+    factory = resolve_factory(spec_for(verifier).target)
     try:
         inspect.signature(factory).bind(**options)
     except TypeError as exc:

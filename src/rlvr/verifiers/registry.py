@@ -72,7 +72,8 @@ def spec_for(name: str) -> VerifierSpec:
     raise KeyError(f"unknown verifier {name!r} (known: {known}; or give 'module:Class')")
 
 
-def _resolve(target: str | Callable[..., Verifier]) -> Callable[..., Verifier]:
+def resolve_factory(target: str | Callable[..., Verifier]) -> Callable[..., Verifier]:
+    """The callable a spec's target names (imported for "module:attr"), not yet called."""
     if callable(target):
         return target
     module_name, _, attr = target.partition(":")
@@ -84,5 +85,5 @@ def get_verifier(name: str, **options: Any) -> Verifier:
     (name, options) since some hold warm resources (parsers, sandboxes)."""
     key = (name, json.dumps(options, sort_keys=True, default=str))
     if key not in _INSTANCES:
-        _INSTANCES[key] = _resolve(spec_for(name).target)(**options)
+        _INSTANCES[key] = resolve_factory(spec_for(name).target)(**options)
     return _INSTANCES[key]
