@@ -45,7 +45,7 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p.add_argument("--output", "-o", default=None, help="results JSON (default: "
                    "<run>/eval/<dataset>-<checkpoint>.json for a run, else eval_<dataset>.json)")
     p.add_argument("--data-dir", default=None, help="benchmark data directory (default: "
-                   "$RLVR_SHARED_DATA, <repo>/../shared/data, /work/shared/data)")
+                   "$RLVR_SHARED_DATA, ../shared/data beside the working directory or the checkout)")
     p.add_argument("--verifier", default=None, help="verifier for task-file rows that name none")
     p.add_argument("--base-model", default=None, help="base model dir for a LoRA adapter whose "
                    "adapter_config.json names no local base")

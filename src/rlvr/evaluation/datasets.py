@@ -13,10 +13,10 @@ from pathlib import Path
 
 from rlvr.data.loading import FieldMapping, load_records
 from rlvr.data.records import TaskRecord
+from rlvr.data.sources import shared_data_dir
 from rlvr.verifiers.base import InvalidReference
 from rlvr.verifiers.registry import get_verifier
 
-REPO = Path(__file__).resolve().parents[3]
 
 # Appended to every math problem: the instruction Qwen2.5-Math's evaluation uses, so the
 # final answer lands in \boxed{} where the math verifier looks first.
@@ -41,17 +41,16 @@ class Benchmark:
 
 
 def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
-    """The shared data directory: `override`, else env RLVR_SHARED_DATA, else
-    <repo>/../shared/data, else /work/shared/data."""
-    candidates = [override, os.environ.get("RLVR_SHARED_DATA"), REPO.parent / "shared" / "data",
-                  Path("/work/shared/data")]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
+    """The shared data directory: `override`, else `rlvr.data.sources.shared_data_dir()`
+    (RLVR_SHARED_DATA, else ../shared/data beside the working directory or the checkout)."""
     if override:
-        raise DatasetError(f"data directory {override} does not exist")
-    raise DatasetError("shared evaluation data not found: pass --data-dir or set "
-                       f"RLVR_SHARED_DATA (looked in {[str(c) for c in candidates if c]})")
+        if not Path(override).is_dir():
+            raise DatasetError(f"data directory {override} does not exist")
+        return Path(override)
+    try:
+        return shared_data_dir()
+    except FileNotFoundError as exc:
+        raise DatasetError(f"{exc}; or pass --data-dir") from None
 
 
 def _math(field: str) -> str:
