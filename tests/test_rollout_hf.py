@@ -14,13 +14,14 @@ from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
 PROMPTS = ["<s>12+34=", "<s>7+5=", "<s>999+1000=", "<s>hello"]
 
 
-@pytest.fixture(scope="module")
-def engine() -> HFRolloutEngine:
+@pytest.fixture(scope="module", params=[True, False], ids=["fast-decode", "transformers-forward"])
+def engine(request) -> HFRolloutEngine:
+    """Both decoding paths: rlvr's Llama decode forward and transformers' own."""
     torch.manual_seed(0)
     tokenizer = char_tokenizer()
     model = tiny_llama(tokenizer, TinyModelSpec(hidden_size=48, intermediate_size=96,
                                                 num_layers=2, num_heads=4), seed=3)
-    return HFRolloutEngine(model.eval(), tokenizer)
+    return HFRolloutEngine(model.eval(), tokenizer, fast_decode=request.param)
 
 
 def recomputed_logprobs(engine: HFRolloutEngine, prompt_ids, token_ids, temperature):

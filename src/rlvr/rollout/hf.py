@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import torch
 
+from rlvr.rollout import fast_llama
 from rlvr.rollout.base import Completion, SamplingParams
 from rlvr.rollout.sampling import filter_logits
 
@@ -30,17 +31,22 @@ class HFRolloutEngine:
     max_batch_rows: rows (prompt x sample) decoded together; larger batches are split.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, max_batch_rows: int = 512) -> None:
+    def __init__(self, model: Any, tokenizer: Any, max_batch_rows: int = 512,
+                 fast_decode: bool = True) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_rows = max_batch_rows
+        self.fast_decode = fast_decode
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.eos_ids = _eos_ids(model, tokenizer)
-        self._cache_kwarg = ("cache" if "cache" in inspect.signature(model.forward).parameters
-                             else "past_key_values")
+        self._fast: fast_llama.FastLlama | None = None
 
     def sync_weights(self, model: Any) -> None:
+        """The trainer changed (or swapped) the model: drop decode-time weight snapshots
+        now, so they do not sit in memory through the update (rebuilt when sampling)."""
         self.model = model
+        if self._fast is not None:
+            self._fast.release()
 
     def generate(self, prompts: Sequence[str], n: int,
                  params: SamplingParams) -> list[list[Completion]]:
@@ -81,13 +87,9 @@ class HFRolloutEngine:
 
     def _loop(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
               params: SamplingParams, generator: torch.Generator, n: int = 1):
-        out = self._forward(input_ids, mask, positions, None)  # prefill: one row per prompt
-        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
-        if n > 1:  # the n samples of a prompt share its prefill
-            cache.batch_repeat_interleave(n)
-            out.logits = out.logits.repeat_interleave(n, dim=0)  # [B*n, 1, V]
-            mask, positions = mask.repeat_interleave(n, 0), positions.repeat_interleave(n, 0)
-        batch, device, limit = mask.shape[0], input_ids.device, params.max_new_tokens
+        stepper = self._stepper()
+        logits = stepper.start(input_ids, mask, positions, n, params.max_new_tokens)  # [B*n, V]
+        batch, device, limit = logits.shape[0], input_ids.device, params.max_new_tokens
         tokens = torch.full((batch, limit), self.pad_id, dtype=torch.long, device=device)
         logprobs = torch.zeros((batch, limit), dtype=torch.float32, device=device)
         lengths, reasons = [limit] * batch, ["length"] * batch
@@ -95,9 +97,8 @@ class HFRolloutEngine:
         stop_checker = _StopChecker(self.tokenizer, params.stop) if params.stop else None
         rows = torch.arange(batch, device=device)  # [b] original row of each live row
         finished = torch.zeros(batch, dtype=torch.bool, device=device)  # [b]
-        next_pos = positions[:, -1:] + 1  # [b, 1]
         for step in range(limit):
-            token, logp = self._pick(out.logits[:, -1, :].float(), params, generator)  # [b]
+            token, logp = self._pick(logits.float(), params, generator)  # [b]
             token = torch.where(finished, torch.full_like(token, self.pad_id), token)
             tokens[rows, step] = token
             if logp is not None:
@@ -114,17 +115,21 @@ class HFRolloutEngine:
             finished = finished | ended
             if bool(finished.all()) or step + 1 == limit:
                 break
-            if 4 * int(finished.sum()) >= len(rows) and hasattr(cache, "batch_select_indices"):
+            if 4 * int(finished.sum()) >= len(rows) and stepper.can_keep:
                 # Drop finished rows from the batch and the KV cache, so rows that ended
                 # early stop costing compute (batched at >= 1/4 done to amortise the copy).
                 keep = (~finished).nonzero()[:, 0]  # [b']
-                cache.batch_select_indices(keep)
-                rows, mask, next_pos, token = rows[keep], mask[keep], next_pos[keep], token[keep]
-                alive, finished = alive[keep], finished[keep]
-            mask = torch.cat([mask, alive.long()[:, None]], dim=1)  # [b, P+step+1]
-            out = self._forward(token[:, None], mask, next_pos, cache)
-            next_pos = next_pos + 1
+                stepper.keep(keep)
+                rows, token, alive, finished = rows[keep], token[keep], alive[keep], finished[keep]
+            logits = stepper.step(token, alive)  # [b, V]
         return tokens, logprobs, lengths, reasons
+
+    def _stepper(self) -> "_CacheStepper | FastLlama":
+        if self.fast_decode and fast_llama.supports(self.model):
+            if self._fast is None or self._fast.model is not self.model:
+                self._fast = fast_llama.FastLlama(self.model)
+            return self._fast
+        return _CacheStepper(self.model)
 
     @staticmethod
     def _pick(logits: torch.Tensor, params: SamplingParams,
@@ -137,11 +142,6 @@ class HFRolloutEngine:
         filtered = filter_logits(scaled, params.top_k, params.top_p)
         token = torch.multinomial(torch.softmax(filtered, -1), 1, generator=generator)[:, 0]
         return token, torch.log_softmax(scaled, -1).gather(1, token[:, None])[:, 0]
-
-    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
-                 cache: Any) -> Any:
-        return self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
-                          use_cache=True, logits_to_keep=1, **{self._cache_kwarg: cache})
 
     def _completions(self, rows, tokens, logprobs, lengths, reasons,
                      params: SamplingParams) -> list[Completion]:
@@ -157,6 +157,47 @@ class HFRolloutEngine:
                                       logprobs=[] if greedy else logprob_rows[i][:lengths[i]],
                                       text=text, finish_reason=reasons[i]))
         return result
+
+
+class _CacheStepper:
+    """Decoding through the model's own forward and transformers' KV cache: any causal
+    LM. The prompt batch is prefilled once and its cache repeated n times."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.cache_kwarg = ("cache" if "cache" in inspect.signature(model.forward).parameters
+                            else "past_key_values")
+        self.cache: Any = None
+
+    def start(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
+              n: int, max_new_tokens: int) -> torch.Tensor:
+        out = self._forward(input_ids, mask, positions)  # prefill: one row per prompt
+        self.cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        logits = out.logits[:, -1]  # [B, V]
+        if n > 1:  # the n samples of a prompt share its prefill
+            self.cache.batch_repeat_interleave(n)
+            logits = logits.repeat_interleave(n, dim=0)  # [B*n, V]
+            mask, positions = mask.repeat_interleave(n, 0), positions.repeat_interleave(n, 0)
+        self.mask, self.next_pos = mask, positions[:, -1:] + 1  # [b, P], [b, 1]
+        return logits
+
+    def step(self, token: torch.Tensor, alive: torch.Tensor) -> torch.Tensor:
+        self.mask = torch.cat([self.mask, alive.long()[:, None]], dim=1)  # [b, P+step+1]
+        out = self._forward(token[:, None], self.mask, self.next_pos)
+        self.next_pos = self.next_pos + 1
+        return out.logits[:, -1]  # [b, V]
+
+    @property
+    def can_keep(self) -> bool:
+        return hasattr(self.cache, "batch_select_indices")
+
+    def keep(self, rows: torch.Tensor) -> None:
+        self.cache.batch_select_indices(rows)
+        self.mask, self.next_pos = self.mask[rows], self.next_pos[rows]
+
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor) -> Any:
+        return self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                          use_cache=True, logits_to_keep=1, **{self.cache_kwarg: self.cache})
 
 
 class _StopChecker:

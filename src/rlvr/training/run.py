@@ -58,7 +58,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     seed_everything(cfg.seed)
     model, tokenizer = load_policy(cfg.model, cfg.seed, checkpoint)
     renderer = prompt_renderer(cfg.prompt, tokenizer)
-    engine = HFRolloutEngine(model, tokenizer, cfg.sampling.max_batch_rows)
+    engine = HFRolloutEngine(model, tokenizer, cfg.sampling.max_batch_rows,
+                             fast_decode=cfg.sampling.fast_decode)
     verifiers = {cfg.reward.verifier} if cfg.reward.verifier else {r.verifier for r in train_records}
     with VerifierPool(workers=cfg.reward.workers or None, timeout_s=cfg.reward.timeout_s,
                       preload=sorted(verifiers)) as pool:

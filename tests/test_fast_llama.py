@@ -1,0 +1,174 @@
+"""rlvr's decode forward for Llama-family models computes what transformers computes:
+next-token logits after a left-padded prefill and after every decode step, for grouped
+and plain attention, with biases (Qwen2, Llama attention_bias/mlp_bias), after the
+weights change in place, and through the rollout engine (same tokens as the
+transformers path for the same seed)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
+                          MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+
+from rlvr.rollout.base import SamplingParams
+from rlvr.rollout.decode_linear import DecodeLinear, onednn_available
+from rlvr.rollout.fast_llama import FastLlama, supports
+from rlvr.rollout.hf import HFRolloutEngine
+from rlvr.training.tiny import char_tokenizer
+
+SMALL = dict(vocab_size=61, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+             num_attention_heads=4, max_position_embeddings=64)
+
+
+def _llama(**overrides):
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(**{**SMALL, "num_key_value_heads": 2, **overrides})).eval()
+
+
+def _qwen2():
+    torch.manual_seed(0)
+    return Qwen2ForCausalLM(Qwen2Config(**SMALL, num_key_value_heads=1)).eval()
+
+
+MODELS = {"llama-gqa": lambda: _llama(),
+          "llama-mha-biases": lambda: _llama(num_key_value_heads=4, attention_bias=True,
+                                             mlp_bias=True, rope_theta=500.0),
+          "qwen2-mqa": _qwen2}
+
+
+def _left_padded(rows: list[list[int]]):
+    width = max(map(len, rows))
+    ids = torch.zeros((len(rows), width), dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r):] = torch.tensor(r)
+        mask[i, width - len(r):] = 1
+    return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
+
+
+def _reference_next_logits(model, sequence: list[int]) -> torch.Tensor:
+    """transformers' logits for the token after `sequence` (one row, no cache)."""
+    with torch.no_grad():
+        return model(input_ids=torch.tensor([sequence])).logits[0, -1]  # [V]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_prefill_and_steps_match_transformers(name):
+    model = MODELS[name]()
+    prompts = [[5, 9, 13, 2, 7, 30], [11, 4], [8, 8, 40, 1]]
+    n, generator = 2, torch.Generator().manual_seed(0)
+    fast = FastLlama(model)
+    logits = fast.start(*_left_padded(prompts), n=n, max_new_tokens=5)  # [6, V]
+    sequences = [list(p) for p in prompts for _ in range(n)]
+    rows = list(range(len(sequences)))
+    for step in range(5):
+        for row, seq in zip(rows, logits):
+            torch.testing.assert_close(seq, _reference_next_logits(model, sequences[row]),
+                                       rtol=1e-5, atol=1e-5)
+        if step == 2:  # drop two rows mid-way, as the engine does for finished rows
+            keep = torch.tensor([0, 2, 3, 5])
+            fast.keep(keep)
+            rows = [rows[i] for i in keep.tolist()]
+        token = torch.randint(0, 61, (len(rows),), generator=generator)
+        for row, t in zip(rows, token.tolist()):
+            sequences[row].append(t)
+        logits = fast.step(token, torch.ones(len(rows), dtype=torch.bool))
+
+
+def test_finished_rows_padding_is_invisible_to_later_tokens():
+    """A row marked not alive at a step contributes a masked column: the row's later
+    logits equal transformers' on the sequence without that token."""
+    model = _llama()
+    fast = FastLlama(model)
+    fast.start(*_left_padded([[3, 4, 5]]), n=1, max_new_tokens=4)
+    fast.step(torch.tensor([7]), torch.tensor([True]))
+    fast.step(torch.tensor([0]), torch.tensor([False]))  # padding, not part of the text
+    logits = fast.step(torch.tensor([9]), torch.tensor([True]))
+    # transformers with the same padding column masked out
+    ids = torch.tensor([[3, 4, 5, 7, 0, 9]])
+    mask = torch.tensor([[1, 1, 1, 1, 0, 1]])
+    positions = torch.tensor([[0, 1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        expected = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[0, -1]
+    torch.testing.assert_close(logits[0], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_snapshots_follow_in_place_weight_updates():
+    model = _llama()
+    fast = FastLlama(model)
+    prompt = _left_padded([[1, 2, 3, 4]])
+    before = fast.start(*prompt, n=1, max_new_tokens=1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(1.5)  # an optimizer writes in place, as this does
+    after = fast.start(*prompt, n=1, max_new_tokens=1)
+    assert not torch.allclose(before, after)
+    torch.testing.assert_close(after[0], _reference_next_logits(model, [1, 2, 3, 4]),
+                               rtol=1e-5, atol=1e-5)
+    fast.release()  # freed snapshots are rebuilt on the next start
+    again = fast.start(*prompt, n=1, max_new_tokens=1)
+    torch.testing.assert_close(again, after)
+
+
+def test_supports_only_what_it_reproduces():
+    assert supports(_llama()) and supports(_qwen2())
+    assert not supports(_llama(hidden_act="gelu"))
+    assert not supports(GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=20)))
+    windowed = MistralForCausalLM(MistralConfig(**SMALL, num_key_value_heads=2, sliding_window=8))
+    assert not supports(windowed)
+    with pytest.raises(ValueError, match="not a supported"):
+        FastLlama(windowed)
+
+
+@pytest.mark.parametrize("use_onednn", [True, False])
+def test_decode_linear_equals_f_linear(use_onednn):
+    if use_onednn and not onednn_available():
+        pytest.skip("this torch build has no oneDNN linear ops")
+    generator = torch.Generator().manual_seed(0)
+    weight, bias = torch.randn(70, 33, generator=generator), torch.randn(70, generator=generator)
+    layer = DecodeLinear(weight, bias, use_onednn=use_onednn)
+    for rows in (1, 8, 37):
+        x = torch.randn(rows, 33, generator=generator)
+        torch.testing.assert_close(layer(x), x @ weight.T + bias, rtol=1e-5, atol=1e-5)
+    weight.add_(1.0)  # a snapshot: later changes to the source do not reach it
+    x = torch.randn(2, 33, generator=generator)
+    torch.testing.assert_close(layer(x), x @ (weight - 1.0).T + bias, rtol=1e-5, atol=1e-5)
+
+
+def test_engine_samples_the_same_tokens_on_both_paths():
+    tokenizer = char_tokenizer()
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)).eval()
+    prompts = ["<s>12+34=", "<s>7+5=", "<s>hello there"]
+    params = SamplingParams(max_new_tokens=12, temperature=1.0, seed=5, stop=("9",))
+    fast = HFRolloutEngine(model, tokenizer, fast_decode=True).generate(prompts, 3, params)
+    slow = HFRolloutEngine(model, tokenizer, fast_decode=False).generate(prompts, 3, params)
+    for group_fast, group_slow in zip(fast, slow):
+        for a, b in zip(group_fast, group_slow):
+            assert (a.token_ids, a.finish_reason, a.text) == (b.token_ids, b.finish_reason, b.text)
+            torch.testing.assert_close(torch.tensor(a.logprobs), torch.tensor(b.logprobs),
+                                       rtol=1e-5, atol=1e-5)
+
+
+def test_lora_adapters_are_folded_into_the_snapshot():
+    from rlvr.models.lora import LoraConfig, apply_lora
+
+    model = apply_lora(_llama(), LoraConfig(rank=4, alpha=8, target_modules=["all-linear"]))
+    with torch.no_grad():  # peft starts B at zero; give the adapters a real effect
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    model.eval()
+    assert supports(model)
+    fast = FastLlama(model)
+    sequence = [4, 8, 15, 16, 23, 42]
+    logits = fast.start(*_left_padded([sequence]), n=1, max_new_tokens=1)
+    with_adapters = _reference_next_logits(model, sequence)
+    torch.testing.assert_close(logits[0], with_adapters, rtol=1e-5, atol=1e-5)
+    with model.disable_adapter():
+        without = _reference_next_logits(model, sequence)
+    assert not torch.allclose(without, with_adapters, atol=1e-3)  # the adapters mattered
