@@ -82,7 +82,10 @@ def main() -> None:
     print(f"threads={torch.get_num_threads()} prompt={args.prompt} group={args.group} "
           f"tokens={args.tokens} checkpointing={args.checkpointing} automatic choice: {chosen}")
     times: dict[str, list[float]] = {p: [] for p in paths}
-    logprobs = {p: step(p, model, batch)[1] for p in paths}  # warm-up
+    logprobs = {}
+    for path in paths:  # warm-up
+        seconds, logprobs[path] = step(path, model, batch)
+        print(f"  warm-up {path} {seconds:.2f}s", flush=True)
     real = batch.mask.bool()  # [B, T]
     for path in paths:
         diff = (logprobs[path] - logprobs["plain"])[real].abs().max().item()
