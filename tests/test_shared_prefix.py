@@ -96,7 +96,7 @@ def test_packed_under_gradient_checkpointing(attention):
 def test_automatic_choice_matches_full_forward():
     model, batch = _model(), _batch(*SHUFFLED)
     groups = group_rows(batch.input_ids, batch.attention_mask, batch.mask)
-    # tiny model, 9-token packed rows: one pass with a little masked attention is cheapest
+    # tiny model, ~10-token packed rows: one pass with a little masked attention is cheapest
     assert choose_path(ModelShape.of(model), groups, 5, batch.width, grad=True) == "packed"
     _assert_matches_full_forward(model, batch, None)
 
