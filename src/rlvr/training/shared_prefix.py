@@ -97,8 +97,9 @@ def shared_prompt_logits(model: Any, input_ids: torch.Tensor, attention_mask: to
     if path is None:
         if all(len(g.rows) == 1 for g in groups) or any(not g.prompt for g in groups):
             return None  # nothing shared, or no prompt position to predict token 0
-        path = choose_path(ModelShape.of(model), groups, input_ids.shape[1] - completion_ids.shape[1],
-                           completion_ids.shape[1], torch.is_grad_enabled())
+        width = completion_ids.shape[1]
+        path = choose_path(ModelShape.of(model), groups, input_ids.shape[1] - width, width,
+                           torch.is_grad_enabled())
     if path == "packed":
         return packed_logits(model, groups, completion_ids)
     if path == "two_pass":
