@@ -1,43 +1,251 @@
 """Completion logits with each distinct prompt run once (GRPO groups share a prompt).
 
-The update needs, for every row, the logits that predict its completion tokens. Rows of
-a group repeat the same prompt G times; running the prompt once (batch 1, with grad),
-repeating its KV cache G times and running only the completions on top of it gives the
-same logits (attention is per row; the cache copies carry the gradient back to the one
-prompt pass) with the prompt's forward and backward done once instead of G times. For a
-150-token prompt, G = 8 and 32 new tokens that is ~3.5x fewer update FLOPs.
+The update needs, for every row, the logits that predict its completion tokens. The n
+rows of a group repeat one prompt; running it n times (the plain full-batch forward)
+repeats its forward and backward n times. Two ways to run it once, both exact:
+
+packed (one forward for the whole batch): each group becomes ONE sequence
+    [prompt (p tokens) | completion 1 | completion 2 | ... | completion n]
+with a 4D "tree" attention mask: prompt tokens are causal among themselves, each
+completion token sees the whole prompt and the earlier tokens of its own completion,
+never another completion. Position ids restart at p for every completion, so each
+completion sees exactly what it sees in its own row. A completion of length l feeds its
+first l - 1 tokens (the last one predicts nothing we need); completion token 0 of every
+member is predicted by the last prompt position, token t > 0 by its own token t - 1.
+Only those positions go through the lm_head (`logits_to_keep` as a [groups, L] bool
+mask). Groups are rows of one batch, right-padded to a common length; pad positions
+attend to themselves (never a fully masked query row, which gives NaN in SDPA) and
+nothing attends to them. Every weight gets ONE gradient, and no KV cache is needed,
+so it also runs under gradient checkpointing. Its price: the attention computes all
+(p + sum l)^2 query/key pairs, most of them masked out.
+
+two-pass (per group): the prompt once (batch 1, with grad, use_cache=True), its KV
+cache repeated n times, the n completions on top. Attention does only useful pairs,
+but every weight gets two gradients per group that autograd must sum (for
+SmolLM2-135M ~0.3 s of adds plus ~0.3 s of zero-fills and dense embedding backwards
+per extra gradient on a CPU), and it needs the KV cache (none under checkpointing).
+
+plain: the full batch, prompts repeated (rlvr.training.batch.completion_logits).
+
+`choose_path` picks the cheapest by a FLOP estimate (see `path_costs`): short
+completions (p ~ 95, n = 8, T = 32) pack; long ones (n = 16, T = 1024) make the packed
+attention quadratic blow-up dominate and use two-pass (or plain under checkpointing).
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
+
+PACKABLE_ATTENTION = ("sdpa", "eager")  # take a user 4D mask as is (masking_utils)
+# Cost, in matmul-FLOP equivalents, of one extra full gradient per trainable parameter:
+# the add autograd does to sum it, the zero-fill and the dense embedding backward that
+# come with it. Measured on SmolLM2-135M fp32 CPU: ~0.57 s per extra gradient for 135M
+# parameters while its matmuls run at ~140 GFLOP/s, i.e. ~590 FLOPs per parameter;
+# rounded down so that packing must win clearly. Memory-bound adds cost even more
+# FLOPs on an accelerator (higher FLOP/byte), so this errs towards two-pass there.
+EXTRA_GRADIENT_FLOPS_PER_PARAM = 400.0
+PROMPT, PAD = 0, -1  # segment ids in a packed row; completions are 1..n
+
+
+@dataclass(frozen=True)
+class Group:
+    """Rows of the batch that share one prompt."""
+    prompt: tuple[int, ...]  # real prompt token ids (left padding removed)
+    rows: list[int]          # row indices in the batch, in batch order
+    lengths: list[int]       # completion length of each row (right padding removed)
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the cost estimate needs to know about a model."""
+    token_params: int      # parameters multiplied once per token (all but the embeddings)
+    attention_width: int   # layers * heads * head_dim: forward costs 4x this per q/k pair
+    trainable_params: int  # parameters that receive a gradient
+    attention: str         # config._attn_implementation
+    no_cache: bool         # activation checkpointing drops the KV cache in this pass
+
+    @classmethod
+    def of(cls, model: Any) -> "ModelShape":
+        config = model.config
+        heads = config.num_attention_heads
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+        embeddings = {id(p) for m in (model.get_input_embeddings(),
+                                      model.get_output_embeddings()) if m is not None
+                      for p in m.parameters()}
+        params = list(model.parameters())
+        return cls(token_params=sum(p.numel() for p in params if id(p) not in embeddings),
+                   attention_width=config.num_hidden_layers * heads * head_dim,
+                   trainable_params=sum(p.numel() for p in params if p.requires_grad),
+                   attention=_attention(model),
+                   no_cache=_recomputes_activations(model) and torch.is_grad_enabled())
 
 
 def shared_prompt_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                         completion_ids: torch.Tensor, completion_mask: torch.Tensor
-                         ) -> torch.Tensor | None:
+                         completion_ids: torch.Tensor, completion_mask: torch.Tensor,
+                         path: str | None = None) -> torch.Tensor | None:
     """Logits [B, T, V] predicting completion_ids [B, T], from input_ids [B, P+T] laid out
-    as rlvr.training.batch packs them (prompt left-padded to P columns). None when no two
-    rows share a prompt, or when the model recomputes activations (gradient
-    checkpointing turns the KV cache off in training)."""
-    if _recomputes_activations(model):
+    as rlvr.training.batch packs them (prompt left-padded to P columns, completions
+    right-padded). Real (mask = 1) positions equal the plain full-batch forward. None
+    when no two rows share a prompt or when the plain forward is estimated cheapest.
+    path: "packed", "two_pass" or "plain" forces one (tests, benchmarks)."""
+    groups = group_rows(input_ids, attention_mask, completion_mask)
+    if path is None:
+        if all(len(g.rows) == 1 for g in groups) or any(not g.prompt for g in groups):
+            return None  # nothing shared, or no prompt position to predict token 0
+        width = completion_ids.shape[1]
+        path = choose_path(ModelShape.of(model), groups, input_ids.shape[1] - width, width,
+                           torch.is_grad_enabled())
+    if path == "packed":
+        return packed_logits(model, groups, completion_ids)
+    if path == "two_pass":
+        return two_pass_logits(model, groups, completion_ids, completion_mask)
+    if path == "plain":
         return None
-    rows, width = completion_ids.shape
+    raise ValueError(f"shared_prompt_logits: unknown path {path!r} (packed, two_pass, plain)")
+
+
+def group_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor,
+               completion_mask: torch.Tensor) -> list[Group]:
+    """Rows grouped by their real prompt tokens, groups in order of first appearance."""
+    width = completion_mask.shape[1]
     prompt_width = input_ids.shape[1] - width
-    groups: dict[tuple[int, ...], list[int]] = {}
+    last = torch.arange(1, width + 1, device=completion_mask.device) * (completion_mask != 0)
+    lengths = last.amax(1).tolist()  # [B]: index of the last real token + 1
+    found: dict[tuple[int, ...], Group] = {}
     for row, (ids, mask) in enumerate(zip(input_ids[:, :prompt_width].tolist(),
                                           attention_mask[:, :prompt_width].tolist())):
-        groups.setdefault(tuple(i for i, m in zip(ids, mask) if m), []).append(row)
-    if len(groups) == rows:
-        return None
+        prompt = tuple(i for i, m in zip(ids, mask) if m)
+        group = found.setdefault(prompt, Group(prompt, [], []))
+        group.rows.append(row)
+        group.lengths.append(lengths[row])
+    return list(found.values())
+
+
+def path_costs(shape: ModelShape, groups: Sequence[Group], prompt_width: int, width: int,
+               grad: bool) -> dict[str, float]:
+    """Estimated cost (FLOPs) of each path that can run. Per pass: 2 * token_params per
+    token of matmuls, 4 * attention_width per query/key pair the attention computes
+    (masked pairs cost as much as real ones: dense kernels); backward ~2x forward. The
+    two-pass path adds EXTRA_GRADIENT_FLOPS_PER_PARAM per trainable parameter for each
+    gradient beyond the first (two per group). Embedding and lm_head work is about
+    the same on every path and left out."""
+    passes = 3.0 if grad else 1.0
+
+    def flops(tokens: int, pairs: int) -> float:
+        return passes * (2.0 * shape.token_params * tokens + 4.0 * shape.attention_width * pairs)
+
+    rows, row_length = sum(len(g.rows) for g in groups), prompt_width + width
+    costs = {"plain": flops(rows * row_length, rows * row_length ** 2)}
+    if not shape.no_cache:
+        tokens = sum(len(g.prompt) + len(g.rows) * width for g in groups)
+        pairs = sum(len(g.prompt) ** 2 + len(g.rows) * width * (len(g.prompt) + width)
+                    for g in groups)
+        extra = (2 * len(groups) - 1) * shape.trainable_params * EXTRA_GRADIENT_FLOPS_PER_PARAM
+        costs["two_pass"] = flops(tokens, pairs) + (extra if grad else 0.0)
+    if shape.attention in PACKABLE_ATTENTION:
+        length = max(_packed_length(g) for g in groups)
+        costs["packed"] = flops(len(groups) * length, len(groups) * length ** 2)
+    return costs
+
+
+def choose_path(shape: ModelShape, groups: Sequence[Group], prompt_width: int, width: int,
+                grad: bool) -> str:
+    """The cheapest path by `path_costs` ("plain", "two_pass" or "packed")."""
+    costs = path_costs(shape, groups, prompt_width, width, grad)
+    return min(costs, key=costs.__getitem__)
+
+
+def _packed_length(group: Group) -> int:
+    return len(group.prompt) + sum(max(length - 1, 0) for length in group.lengths)
+
+
+# ---- packed: one forward over all groups -------------------------------------------------
+
+def packed_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Tensor
+                  ) -> torch.Tensor:
+    """One forward over every group packed as one row (see the module docstring)."""
+    device = completion_ids.device
+    rows = [_pack_group(g, completion_ids) for g in groups]
+    input_ids = pad_sequence([r[0] for r in rows], batch_first=True)  # [G, L]
+    positions = pad_sequence([r[1] for r in rows], batch_first=True)  # [G, L]
+    segments = pad_sequence([r[2] for r in rows], batch_first=True, padding_value=PAD)  # [G, L]
+    keep = pad_sequence([r[3] for r in rows], batch_first=True)  # [G, L] bool
+    dtype = model.get_input_embeddings().weight.dtype
+    mask = tree_attention_mask(segments, dtype, additive=_attention(model) != "sdpa")
+    logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                   use_cache=False, logits_to_keep=keep).logits  # [K, V], K = keep.sum()
+    return logits[_gather_index(groups, completion_ids.shape, device)]  # [B, T, V]
+
+
+def _pack_group(group: Group, completion_ids: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """ids, position ids, segment ids and keep flags [L] of one group's packed row."""
+    device, p = completion_ids.device, len(group.prompt)
+    ids = [torch.tensor(group.prompt, dtype=torch.long, device=device)]  # [p]
+    positions = [torch.arange(p, device=device)]
+    segments = [torch.full((p,), PROMPT, dtype=torch.long, device=device)]
+    for member, (row, length) in enumerate(zip(group.rows, group.lengths), start=1):
+        fed = max(length - 1, 0)  # the last token predicts nothing we need
+        ids.append(completion_ids[row, :fed])  # [fed]
+        positions.append(p + torch.arange(fed, device=device))
+        segments.append(torch.full((fed,), member, dtype=torch.long, device=device))
+    segment = torch.cat(segments)  # [L]
+    keep = segment != PROMPT  # [L]: every completion position predicts a token ...
+    keep[p - 1] = True  # ... and the last prompt position predicts token 0 of each
+    return torch.cat(ids), torch.cat(positions), segment, keep
+
+
+def tree_attention_mask(segments: torch.Tensor, dtype: torch.dtype, additive: bool
+                        ) -> torch.Tensor:
+    """[G, 1, L, L] mask from segment ids [G, L] (PROMPT, members 1..n, PAD): query q
+    may see key k <= q when k is a prompt token or in q's own segment. Pads (a segment
+    of their own at the end) see themselves, so no query row is fully masked. Bool
+    (True = attend) for SDPA; additive (0 / dtype min) for eager, which adds it."""
+    length = segments.shape[1]
+    causal = torch.ones(length, length, dtype=torch.bool, device=segments.device).tril()  # [L, L]
+    same = segments[:, :, None] == segments[:, None, :]  # [G, L, L]
+    allowed = causal & (same | (segments[:, None, :] == PROMPT))  # [G, L, L]
+    if not additive:
+        return allowed[:, None]  # [G, 1, L, L]
+    zero = torch.zeros((), dtype=dtype, device=segments.device)
+    return zero.masked_fill(~allowed, torch.finfo(dtype).min)[:, None]  # [G, 1, L, L]
+
+
+def _gather_index(groups: Sequence[Group], shape: torch.Size, device: torch.device
+                  ) -> torch.Tensor:
+    """[B, T] index into the kept logits [K, V] (row-major over the packed rows: a
+    group's last prompt position, then its members' fed tokens in order). Token 0 and
+    padding point at the last prompt position (padding logits are never used)."""
+    index = torch.empty(shape, dtype=torch.long, device=device)  # [B, T]
+    t = torch.arange(shape[1], device=device)  # [T]
+    base = 0  # kept positions of earlier groups
+    for group in groups:
+        start = base + 1  # the group's first completion position among the kept ones
+        for row, length in zip(group.rows, group.lengths):
+            inside = (t >= 1) & (t < length)  # [T]
+            index[row] = torch.where(inside, start + t - 1, base)
+            start += max(length - 1, 0)
+        base = start
+    return index
+
+
+# ---- two-pass: prompt once with a KV cache, completions on top ---------------------------
+
+def two_pass_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Tensor,
+                    completion_mask: torch.Tensor) -> torch.Tensor:
+    """Per group: the prompt (batch 1, with grad) fills a KV cache that is repeated n
+    times and the n completions run on top of it (the cache copies carry the
+    gradient back to the one prompt pass)."""
     pieces, order = [], []
-    for prompt, members in groups.items():
-        pieces.append(_group_logits(model, prompt, completion_ids[members],
-                                    completion_mask[members]))  # [n, T, V]
-        order.extend(members)
+    for group in groups:
+        pieces.append(_group_logits(model, group.prompt, completion_ids[group.rows],
+                                    completion_mask[group.rows]))  # [n, T, V]
+        order.extend(group.rows)
     inverse = torch.argsort(torch.tensor(order, device=completion_ids.device))
     return torch.cat(pieces)[inverse]  # [B, T, V] in the batch's row order
 
@@ -63,8 +271,13 @@ def _cache_kwarg(model: Any) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
+def _attention(model: Any) -> str:
+    return str(getattr(model.config, "_attn_implementation", None))
+
+
 def _recomputes_activations(model: Any) -> bool:
+    """Activation checkpointing is on; in training mode with grad it drops the KV cache."""
     flag = getattr(model, "is_activation_checkpointing", None)  # transformers >= 5.2x
     if flag is None:
         flag = getattr(model, "is_gradient_checkpointing", False)
-    return bool(flag)
+    return bool(flag) and bool(getattr(model, "training", True))
