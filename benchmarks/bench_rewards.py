@@ -1,27 +1,27 @@
-"""The cheap reward of bench_vs_trl.py as an rlvr verifier: completion length in tokens,
-capped at the reference (the max completion length), over the cap - the same as the
-TRL side's length_reward. Imported by name ("bench_rewards:TokenLengthReward") in the
-trainer and its verifier workers, with benchmarks/ on PYTHONPATH."""
+"""The cheap reward of bench_vs_trl.py as an rlvr verifier: the completion's length in
+characters, capped at the reference, over the cap - the same as the TRL side's
+char_length_reward. Characters rather than tokens: with a 32-token limit nearly every
+completion uses all 32 tokens, so a token count gives every sample of a group the same
+reward, zero advantages and no learning signal; character counts differ between samples.
+Imported by name ("bench_rewards:CharLengthReward") in the trainer and its verifier
+workers, with benchmarks/ on PYTHONPATH."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from rlvr.verifiers.base import InvalidReference, Verdict
 
 
-class TokenLengthReward:
-    def __init__(self) -> None:
-        from transformers import AutoTokenizer
+def char_length_score(text: str, cap: int) -> float:
+    return min(len(text), cap) / cap
 
-        self.tokenizer = AutoTokenizer.from_pretrained(os.environ["RLVR_BENCH_TOKENIZER"])
 
+class CharLengthReward:
     def check_reference(self, reference: Any) -> None:
         if not isinstance(reference, int) or reference < 1:
-            raise InvalidReference("reference: the length cap, a positive integer")
+            raise InvalidReference("reference: the length cap in characters, a positive integer")
 
     def verify(self, completion: str, reference: Any) -> Verdict:
-        tokens = len(self.tokenizer(completion, add_special_tokens=False)["input_ids"])
-        score = min(tokens, reference) / reference
-        return Verdict(score, score == 1.0, "length", {"tokens": tokens})
+        score = char_length_score(completion, reference)
+        return Verdict(score, score == 1.0, "length", {"characters": len(completion)})

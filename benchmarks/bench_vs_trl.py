@@ -2,7 +2,8 @@
 
 Both sides: SmolLM2-135M-Instruct (float32, CPU), the same chat prompts (GSM8K
 questions), one prompt x G=8 completions of at most 32 new tokens per step, beta = 0,
-one policy epoch, temperature 1, the same cheap length reward. Each side runs in its own
+one policy epoch, temperature 1, the same cheap reward (completion length in
+characters, benchmarks/bench_rewards.py). Each side runs in its own
 subprocess, so its peak memory (ru_maxrss) is its own. Reported: median seconds per
 step (the first, warm-up step excluded), generated tokens/s, peak RSS, and rlvr's floor:
 the step's FLOPs (2·N per token forward for generation, 6·N per token forward+backward
@@ -44,6 +45,8 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=16, help="distinct prompts drawn from")
     parser.add_argument("--threads", type=int, default=0, help="torch threads on both sides "
                         "(OMP_NUM_THREADS; 0 = torch's default, every core)")
+    parser.add_argument("--rlvr-only", action="store_true",
+                        help="time rlvr alone (for iterating on it; no speedup line)")
     parser.add_argument("--side", choices=["rlvr"], help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", help=argparse.SUPPRESS)
     parser.add_argument("--prompts-file", help=argparse.SUPPRESS)
@@ -62,6 +65,9 @@ def main() -> None:
         rlvr = run_side([sys.executable, __file__, "--side", "rlvr", "--model-dir",
                          str(model_dir), "--prompts-file", str(prompts_file), *common],
                         scratch, args.threads)
+        if args.rlvr_only:
+            print(json.dumps(rlvr))
+            return
         trl = run_side([sys.executable, str(HERE / "bench_vs_trl_trl_side.py"), "--model",
                         str(model_dir), "--prompts", str(prompts_file),
                         "--out", str(Path(scratch) / "trl"), *common], scratch, args.threads)
@@ -110,11 +116,11 @@ def rlvr_side(args: argparse.Namespace) -> None:
     os.environ["RLVR_BENCH_TOKENIZER"] = args.model_dir
     prompts = json.loads(Path(args.prompts_file).read_text())
     data = Path(args.prompts_file).with_suffix(".jsonl")
-    data.write_text("".join(json.dumps({"prompt": p, "reference": args.max_new_tokens})
+    data.write_text("".join(json.dumps({"prompt": p, "reference": char_cap(args.max_new_tokens)})
                             + "\n" for p in prompts))
     cfg = load_config(TrainConfig, overrides=[
         f"model.path={args.model_dir}", "model.threads=0", f"data.path={data}",
-        "data.default_verifier=bench_rewards:TokenLengthReward", "data.eval_size=0",
+        "data.default_verifier=bench_rewards:CharLengthReward", "data.eval_size=0",
         "prompt.style=chat", "sampling.prompts_per_step=1",
         f"sampling.group_size={args.group}", f"sampling.max_new_tokens={args.max_new_tokens}",
         "sampling.temperature=1.0", "algorithm.kl_beta=0", "algorithm.epochs=1",
@@ -131,6 +137,12 @@ def rlvr_side(args: argparse.Namespace) -> None:
                                            for m in metrics),
         "prompt_tokens": prompt_token_mean(args.model_dir, prompts),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def char_cap(max_new_tokens: int) -> int:
+    """The length reward's cap in characters: above what max_new_tokens tokens spell in
+    practice (~4 characters a token), so rewards keep their spread."""
+    return 8 * max_new_tokens
 
 
 def prompt_token_mean(model_dir: str, prompts: list) -> float:

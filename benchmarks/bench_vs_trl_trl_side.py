@@ -13,6 +13,9 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
+from bench_rewards import char_length_score
+from bench_vs_trl import char_cap
+
 
 class StepTimer(TrainerCallback):
     def __init__(self) -> None:
@@ -42,10 +45,11 @@ def main() -> None:
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
     generated: list[int] = []
 
-    def length_reward(completions, completion_ids=None, **_):  # noqa: ANN001
-        # A cheap reward with spread, so advantages are nonzero; rlvr gets the same one.
+    def char_length_reward(completions, completion_ids=None, **_):  # noqa: ANN001
+        # The same reward as rlvr's side (bench_rewards.py): length in characters.
         generated.extend(len(ids) for ids in completion_ids)
-        return [min(len(ids), 32) / 32.0 for ids in completion_ids]
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        return [char_length_score(t, char_cap(args.max_new_tokens)) for t in texts]
 
     config = GRPOConfig(
         output_dir=args.out, per_device_train_batch_size=args.group,
@@ -55,7 +59,7 @@ def main() -> None:
         gradient_accumulation_steps=1, seed=0, dataloader_num_workers=0,
     )
     timer = StepTimer()
-    trainer = GRPOTrainer(model=model, reward_funcs=length_reward, args=config,
+    trainer = GRPOTrainer(model=model, reward_funcs=char_length_reward, args=config,
                           train_dataset=dataset, processing_class=tokenizer, callbacks=[timer])
     trainer.train()
     print(json.dumps({"side": "trl", "step_seconds": timer.seconds,

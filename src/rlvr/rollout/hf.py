@@ -18,7 +18,7 @@ import torch
 
 from rlvr.rollout import fast_llama
 from rlvr.rollout.base import Completion, SamplingParams
-from rlvr.rollout.sampling import filter_logits
+from rlvr.rollout.sampling import filter_logits, sample_tokens
 
 
 class HFRolloutEngine:
@@ -140,7 +140,7 @@ class HFRolloutEngine:
             return logits.argmax(-1), None
         scaled = logits / params.temperature  # [b, V]
         filtered = filter_logits(scaled, params.top_k, params.top_p)
-        token = torch.multinomial(torch.softmax(filtered, -1), 1, generator=generator)[:, 0]
+        token = sample_tokens(torch.softmax(filtered, -1), generator)
         return token, torch.log_softmax(scaled, -1).gather(1, token[:, None])[:, 0]
 
     def _completions(self, rows, tokens, logprobs, lengths, reasons,
