@@ -42,6 +42,10 @@ class ModelConfig:
     threads: int = _doc("torch CPU threads (0 = torch's default). 1 suits the tiny model: "
                         "its matrices are too small to split, and verifier workers need "
                         "a core", default=1)
+    retain_freed_memory: bool = _doc("keep freed memory in the process for the next step "
+                                     "(glibc malloc: no mmap, no trimming) instead of "
+                                     "faulting fresh pages in every step; see "
+                                     "rlvr.training.memory", default=True)
     lora: LoraConfig = _doc("LoRA adapters (peft) instead of full fine-tuning; checkpoints "
                             "then hold the adapter (merge with `rlvr merge-lora`)",
                             default_factory=LoraConfig)

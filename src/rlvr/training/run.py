@@ -27,6 +27,7 @@ from rlvr.training.config import TrainConfig
 from rlvr.training.evaluate import evaluate
 from rlvr.training.loop import Trainer, rl_step
 from rlvr.training.optim import build_optimizer, build_scheduler
+from rlvr.training.memory import retain_freed_memory
 from rlvr.training.prompt_order import PromptOrder
 from rlvr.training.setup import load_data, load_policy, prompt_renderer
 from rlvr.training.sft import supervised_warmstart
@@ -56,6 +57,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     if not resume:
         save_config(cfg, run.config)
     seed_everything(cfg.seed)
+    if cfg.model.retain_freed_memory:
+        retain_freed_memory()
     model, tokenizer = load_policy(cfg.model, cfg.seed, checkpoint)
     renderer = prompt_renderer(cfg.prompt, tokenizer)
     engine = HFRolloutEngine(model, tokenizer, cfg.sampling.max_batch_rows,
