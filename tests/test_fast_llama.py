@@ -172,3 +172,21 @@ def test_lora_adapters_are_folded_into_the_snapshot():
     with model.disable_adapter():
         without = _reference_next_logits(model, sequence)
     assert not torch.allclose(without, with_adapters, atol=1e-3)  # the adapters mattered
+
+
+def test_buffer_grows_past_its_first_allocation():
+    """More new tokens than the buffer first holds (64 columns past the prompt): logits
+    after the buffer doubled still match transformers."""
+    model = _llama(max_position_embeddings=256)
+    fast = FastLlama(model)
+    sequence = [3, 1, 4]
+    logits = fast.start(*_left_padded([sequence]), n=1, max_new_tokens=100)
+    first_capacity = fast.valid.shape[1]
+    generator = torch.Generator().manual_seed(3)
+    for _ in range(80):
+        token = int(torch.randint(0, 61, (1,), generator=generator))
+        sequence.append(token)
+        logits = fast.step(torch.tensor([token]), torch.tensor([True]))
+    assert fast.valid.shape[1] > first_capacity
+    torch.testing.assert_close(logits[0], _reference_next_logits(model, sequence),
+                               rtol=1e-4, atol=1e-4)

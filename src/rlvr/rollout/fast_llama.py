@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from rlvr.rollout.decode_linear import DecodeLinear, fused, fused_bias
 
 SUPPORTED_TYPES = ("llama", "qwen2", "mistral")
+_FIRST_COLUMNS = 64  # new-token columns allocated up front (the buffer doubles as needed)
 
 
 def supports(model: Any) -> bool:
@@ -162,7 +163,9 @@ class FastLlama:
         self._refresh()
         batch, width = input_ids.shape
         layers = len(self._layers)
-        capacity = width + max_new_tokens
+        # Room for the prompt and the first new tokens; `_grow` doubles it when full, so
+        # a batch whose rows stop early never holds keys for the whole length limit.
+        capacity = width + min(max_new_tokens, _FIRST_COLUMNS)
         shape = (layers, batch * n, self.kv_heads, capacity, self.head_dim)
         self.keys = torch.empty(shape, dtype=self._dtype(), device=input_ids.device)
         self.values = torch.empty_like(self.keys)
@@ -183,11 +186,20 @@ class FastLlama:
     def step(self, token: torch.Tensor, alive: torch.Tensor) -> torch.Tensor:
         """Append token [b] (alive [b]: False for rows that already finished, whose
         token is padding no later step should see); returns next-token logits [b, V]."""
+        if self.length == self.valid.shape[1]:
+            self._grow()
         self.valid[:, self.length] = alive
         mask = self.valid[:, None, None, :self.length + 1]  # [b, 1, 1, L]
         hidden = self._forward(token[:, None], self.next_pos, mask, 1)  # [b, 1, H]
         self.next_pos = self.next_pos + 1
         return self._logits(hidden[:, -1])  # [b, V]
+
+    def _grow(self) -> None:
+        """Double the key/value buffers' column capacity (copying what they hold)."""
+        extra = self.valid.shape[1]
+        pad = lambda t: torch.cat([t, torch.empty_like(t)], dim=3)  # noqa: E731 [.., C, D]
+        self.keys, self.values = pad(self.keys), pad(self.values)
+        self.valid = torch.cat([self.valid, self.valid.new_zeros(self.valid.shape[0], extra)], 1)
 
     can_keep = True
 
