@@ -1,12 +1,13 @@
-"""One GRPO group's update forward + backward: packed tree-attention row vs two-pass
-(prompt + repeated KV cache) vs the plain full batch.
+"""One GRPO group's update forward + backward: packed row with the tree attention vs
+packed row with the 4D tree mask vs two-pass (prompt + repeated KV cache) vs the plain
+full batch.
 
 Workload (issue 6): SmolLM2-135M-Instruct, fp32 CPU, 1 prompt of 95 tokens x 8
 completions of 32 tokens. Each timed step: completion logits (one path of
 rlvr.training.shared_prefix, or the plain forward), rlvr.algorithms.token_logprobs,
 backward of the masked sum. Paths run interleaved, median of --repeats after one warm
--up each; ratios against packed survive a noisy shared machine. Also prints the path
-the automatic choice takes and the largest log-prob difference against plain.
+-up each; ratios against packed (4D mask) and tree survive a noisy shared machine. Also
+prints the path the automatic choice takes and the largest log-prob difference vs plain.
 
     PYTHONPATH=src python benchmarks/bench_packed_update.py [--group 8 --tokens 32]
 """
@@ -26,7 +27,7 @@ from rlvr.training.batch import pack
 from rlvr.training.shared_prefix import ModelShape, choose_path, group_rows, shared_prompt_logits
 
 MODEL_DIR = Path("/tmp/rlvrcache/models/smollm2-135m-instruct-a57964ac1204")
-PATHS = ("packed", "two_pass", "plain")
+PATHS = ("tree", "packed", "two_pass", "plain")
 
 
 def make_batch(args, vocab: int):
@@ -75,7 +76,7 @@ def main() -> None:
     paths = PATHS
     if args.checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        paths = ("packed", "plain")
+        paths = ("tree", "packed", "plain")
     batch = make_batch(args, model.config.vocab_size)
     groups = group_rows(batch.input_ids, batch.attention_mask, batch.mask)
     chosen = choose_path(ModelShape.of(model), groups, args.prompt, args.tokens, grad=True)
@@ -98,7 +99,8 @@ def main() -> None:
     medians = {p: statistics.median(t) for p, t in times.items()}
     for path in paths:
         print(f"  {path:9s} median {medians[path]:.3f} s  ({path} / packed = "
-              f"{medians[path] / medians['packed']:.2f}x)  runs "
+              f"{medians[path] / medians['packed']:.2f}x, / tree = "
+              f"{medians[path] / medians['tree']:.2f}x)  runs "
               + " ".join(f"{t:.2f}" for t in times[path]))
 
 
