@@ -221,12 +221,15 @@ def _segments(prompts, fed, length):
     return segments
 
 
+# two rows: prompt 3 with members feeding 2, 0 (empty) and 4 tokens; prompt 6 with 1
+# and 3; two pad positions at the end of the longer row, more on the shorter. And rows
+# whose members feed no token at all (completions of one token: only the prompt runs).
+LAYOUTS = [([3, 6], [[2, 0, 4], [1, 3]], 12), ([4, 2], [[0, 0], [0]], 5)]
+
+
+@pytest.mark.parametrize("prompts, fed, length", LAYOUTS, ids=["ragged", "no-member-tokens"])
 @pytest.mark.parametrize("kv_heads", [2, 4], ids=["gqa", "mha"])
-def test_tree_attention_equals_sdpa_with_the_tree_mask(kv_heads):
-    # two rows: prompt 3 with members feeding 2, 0 (empty) and 4 tokens; prompt 6 with
-    # 1 and 3; two pad positions at the end of the longer row, more on the shorter
-    prompts, fed = [3, 6], [[2, 0, 4], [1, 3]]
-    length = 12
+def test_tree_attention_equals_sdpa_with_the_tree_mask(kv_heads, prompts, fed, length):
     layout = build_tree_layout(prompts, fed, length, torch.device("cpu"))
     generator = torch.Generator().manual_seed(3)
     q = torch.randn(2, 4, length, 8, generator=generator, requires_grad=True)  # [G, H, L, D]

@@ -89,7 +89,8 @@ def build_tree_layout(prompt_lengths: Sequence[int], fed_lengths: Sequence[Seque
     causal = t[None, :] <= t[:, None]  # [T, T]: key s <= query t
     diagonal = torch.eye(width, dtype=torch.bool, device=device)  # [T, T]
     real_key = (t[None, None, :] < fed[:, None, None]) | diagonal  # [M, T, T]
-    mask = torch.cat([see_prompt[:, None].expand(-1, width, -1), causal & real_key], 2)  # [M, T, P+T]
+    see_prompt = see_prompt[:, None].expand(-1, width, -1)  # [M, T, P]
+    mask = torch.cat([see_prompt, causal & real_key], 2)  # [M, T, P+T]
     return TreeLayout(groups, length, prompt_width, width, query.reshape(-1), keys.reshape(-1),
                       mask[:, None], torch.tensor(source, dtype=torch.long, device=device))
 
@@ -109,27 +110,28 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
                          f"soft-capping (got sliding_window={sliding_window}, softcap={softcap})")
     layout, (groups, heads, length, dim) = tree_layout, query.shape
     layout.calls += 1
-    p, t, kv_heads = layout.prompt_width, layout.width, key.shape[1]
+    p, t, gqa = layout.prompt_width, layout.width, key.shape[1] != heads
     prompt_out = F.scaled_dot_product_attention(
         query[:, :, :p], key[:, :, :p], value[:, :, :p], dropout_p=dropout, is_causal=True,
-        scale=scaling, enable_gqa=True)  # [G, H, P, D]
+        scale=scaling, enable_gqa=gqa)  # [G, H, P, D]
     pieces = [prompt_out.transpose(1, 2).reshape(groups * p, heads, dim)]  # [G*P, H, D]
     if layout.members:
-        members = layout.members
-
-        def gather(x: torch.Tensor, index: torch.Tensor, span: int) -> torch.Tensor:
-            flat = x.transpose(1, 2).reshape(groups * length, x.shape[1], dim)  # [G*L, h, D]
-            return flat.index_select(0, index).view(members, span, x.shape[1], dim).transpose(1, 2)
-
         member_out = F.scaled_dot_product_attention(
-            gather(query, layout.query_index, t),  # [M, H, T, D]
-            gather(key, layout.key_index, p + t),  # [M, Hkv, P+T, D]
-            gather(value, layout.key_index, p + t),  # [M, Hkv, P+T, D]
+            _member_rows(query, layout.query_index, layout.members),  # [M, H, T, D]
+            _member_rows(key, layout.key_index, layout.members),  # [M, Hkv, P+T, D]
+            _member_rows(value, layout.key_index, layout.members),  # [M, Hkv, P+T, D]
             attn_mask=layout.member_mask, dropout_p=dropout, scale=scaling,
-            enable_gqa=kv_heads != heads)  # [M, H, T, D]
-        pieces.append(member_out.transpose(1, 2).reshape(members * t, heads, dim))  # [M*T, H, D]
+            enable_gqa=gqa)  # [M, H, T, D]
+        pieces.append(member_out.transpose(1, 2).reshape(layout.members * t, heads, dim))
     out = torch.cat(pieces).index_select(0, layout.source)  # [G*L, H, D]
     return out.view(groups, length, heads, dim), None  # [G, L, H, D]
+
+
+def _member_rows(x: torch.Tensor, index: torch.Tensor, members: int) -> torch.Tensor:
+    """x [G, h, L, D] at flat packed positions index [M * span] -> [M, h, span, D]."""
+    groups, heads, length, dim = x.shape
+    flat = x.transpose(1, 2).reshape(groups * length, heads, dim)  # [G*L, h, D]
+    return flat.index_select(0, index).view(members, -1, heads, dim).transpose(1, 2)
 
 
 AttentionInterface.register(TREE_ATTENTION, tree_attention)
