@@ -1,12 +1,13 @@
-"""One GRPO group's update forward + backward: packed tree-attention row vs two-pass
-(prompt + repeated KV cache) vs the plain full batch.
+"""One GRPO group's update forward + backward: packed row with the tree attention vs
+packed row with the 4D tree mask vs two-pass (prompt + repeated KV cache) vs the plain
+full batch.
 
 Workload (issue 6): SmolLM2-135M-Instruct, fp32 CPU, 1 prompt of 95 tokens x 8
 completions of 32 tokens. Each timed step: completion logits (one path of
 rlvr.training.shared_prefix, or the plain forward), rlvr.algorithms.token_logprobs,
 backward of the masked sum. Paths run interleaved, median of --repeats after one warm
--up each; ratios against packed survive a noisy shared machine. Also prints the path
-the automatic choice takes and the largest log-prob difference against plain.
+-up each; ratios against packed (4D mask) and tree survive a noisy shared machine. Also
+prints the path the automatic choice takes and the largest log-prob difference vs plain.
 
     PYTHONPATH=src python benchmarks/bench_packed_update.py [--group 8 --tokens 32]
 """
@@ -26,7 +27,7 @@ from rlvr.training.batch import pack
 from rlvr.training.shared_prefix import ModelShape, choose_path, group_rows, shared_prompt_logits
 
 MODEL_DIR = Path("/tmp/rlvrcache/models/smollm2-135m-instruct-a57964ac1204")
-PATHS = ("packed", "two_pass", "plain")
+PATHS = ("tree", "packed", "two_pass", "plain")
 
 
 def make_batch(args, vocab: int):
@@ -48,11 +49,13 @@ def logits_for(path: str, model, batch) -> torch.Tensor:
                                 batch.completion_ids, batch.mask, path=path)  # [B, T, V]
 
 
-def step(path: str, model, batch) -> tuple[float, torch.Tensor]:
+def step(path: str, model, batch, grad: bool = True) -> tuple[float, torch.Tensor]:
     model.zero_grad(set_to_none=True)
     began = time.perf_counter()
-    logprobs = token_logprobs(logits_for(path, model, batch), batch.completion_ids)  # [B, T]
-    (logprobs * batch.mask).sum().backward()
+    with torch.set_grad_enabled(grad):
+        logprobs = token_logprobs(logits_for(path, model, batch), batch.completion_ids)  # [B, T]
+        if grad:
+            (logprobs * batch.mask).sum().backward()
     return time.perf_counter() - began, logprobs.detach()
 
 
@@ -65,6 +68,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--checkpointing", action="store_true",
                         help="activation checkpointing on (two-pass cannot run then)")
+    parser.add_argument("--no-grad", action="store_true",
+                        help="forward only, as for old/reference log-probs")
     args = parser.parse_args()
     if not (args.model / "config.json").exists():
         print(f"skipped: no model at {args.model} (a Hugging Face model directory)")
@@ -75,16 +80,18 @@ def main() -> None:
     paths = PATHS
     if args.checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        paths = ("packed", "plain")
+        paths = ("tree", "packed", "plain")
     batch = make_batch(args, model.config.vocab_size)
     groups = group_rows(batch.input_ids, batch.attention_mask, batch.mask)
-    chosen = choose_path(ModelShape.of(model), groups, args.prompt, args.tokens, grad=True)
+    grad = not args.no_grad
+    chosen = choose_path(ModelShape.of(model), groups, args.prompt, args.tokens, grad=grad)
     print(f"threads={torch.get_num_threads()} prompt={args.prompt} group={args.group} "
-          f"tokens={args.tokens} checkpointing={args.checkpointing} automatic choice: {chosen}")
+          f"tokens={args.tokens} checkpointing={args.checkpointing} grad={grad} "
+          f"automatic choice: {chosen}")
     times: dict[str, list[float]] = {p: [] for p in paths}
     logprobs = {}
     for path in paths:  # warm-up
-        seconds, logprobs[path] = step(path, model, batch)
+        seconds, logprobs[path] = step(path, model, batch, grad)
         print(f"  warm-up {path} {seconds:.2f}s", flush=True)
     real = batch.mask.bool()  # [B, T]
     for path in paths:
@@ -92,13 +99,14 @@ def main() -> None:
         print(f"  max |logprob - plain| {path}: {diff:.2e}", flush=True)
     for repeat in range(args.repeats):
         for path in paths:
-            times[path].append(step(path, model, batch)[0])
+            times[path].append(step(path, model, batch, grad)[0])
         print(f"  round {repeat + 1}: " + " ".join(f"{p} {t[-1]:.2f}s" for p, t in times.items()),
               flush=True)
     medians = {p: statistics.median(t) for p, t in times.items()}
     for path in paths:
         print(f"  {path:9s} median {medians[path]:.3f} s  ({path} / packed = "
-              f"{medians[path] / medians['packed']:.2f}x)  runs "
+              f"{medians[path] / medians['packed']:.2f}x, / tree = "
+              f"{medians[path] / medians['tree']:.2f}x)  runs "
               + " ".join(f"{t:.2f}" for t in times[path]))
 
 

@@ -16,8 +16,13 @@ Only those positions go through the lm_head (`logits_to_keep` as a [groups, L] b
 mask). Groups are rows of one batch, right-padded to a common length; pad positions
 attend to themselves (never a fully masked query row, which gives NaN in SDPA) and
 nothing attends to them. Every weight gets ONE gradient, and no KV cache is needed,
-so it also runs under gradient checkpointing. Its price: the attention computes all
-(p + sum l)^2 query/key pairs, most of them masked out.
+so it also runs under gradient checkpointing. Two ways to run its attention:
+  tree (rlvr.training.tree_attention, for Llama-family models on sdpa/eager): the
+    prompt causal, then every completion against [its prompt | itself], batched over
+    members: only ~P^2 + n*T*(P + T) pairs, P the longest prompt, T the longest
+    completion (the 4D mask is never built);
+  packed (the 4D mask above, any model whose attention takes a user mask): the dense
+    kernel computes all (p + sum l)^2 query/key pairs, most of them masked out.
 
 two-pass (per group): the prompt once (batch 1, with grad, use_cache=True), its KV
 cache repeated n times, the n completions on top. Attention does only useful pairs,
@@ -27,9 +32,11 @@ per extra gradient on a CPU), and it needs the KV cache (none under checkpointin
 
 plain: the full batch, prompts repeated (rlvr.training.batch.completion_logits).
 
-`choose_path` picks the cheapest by a FLOP estimate (see `path_costs`): short
-completions (p ~ 95, n = 8, T = 32) pack; long ones (n = 16, T = 1024) make the packed
-attention quadratic blow-up dominate and use two-pass (or plain under checkpointing).
+`choose_path` picks the cheapest by a FLOP estimate (see `path_costs`). With the tree
+attention the packed row does the useful pairs of two-pass without its extra gradients,
+so it wins whenever it can run. Without it, short completions (p ~ 95, n = 8, T = 32)
+pack with the 4D mask; long ones (n = 16, T = 1024) make that mask's quadratic blow-up
+dominate and use two-pass (or plain under checkpointing).
 """
 
 from __future__ import annotations
@@ -40,6 +47,9 @@ from typing import Any, Sequence
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
+
+from rlvr.training.tree_attention import (build_tree_layout, supports_tree_attention,
+                                          tree_attention_enabled)
 
 PACKABLE_ATTENTION = ("sdpa", "eager")  # take a user 4D mask as is (masking_utils)
 # Cost, in matmul-FLOP equivalents, of one extra full gradient per trainable parameter:
@@ -68,6 +78,7 @@ class ModelShape:
     trainable_params: int  # parameters that receive a gradient
     attention: str         # config._attn_implementation
     no_cache: bool         # activation checkpointing drops the KV cache in this pass
+    tree: bool = False     # the packed row can use rlvr.training.tree_attention
 
     @classmethod
     def of(cls, model: Any) -> "ModelShape":
@@ -82,7 +93,8 @@ class ModelShape:
                    attention_width=config.num_hidden_layers * heads * head_dim,
                    trainable_params=sum(p.numel() for p in params if p.requires_grad),
                    attention=_attention(model),
-                   no_cache=_recomputes_activations(model) and torch.is_grad_enabled())
+                   no_cache=_recomputes_activations(model) and torch.is_grad_enabled(),
+                   tree=supports_tree_attention(model))
 
 
 def shared_prompt_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -92,7 +104,7 @@ def shared_prompt_logits(model: Any, input_ids: torch.Tensor, attention_mask: to
     as rlvr.training.batch packs them (prompt left-padded to P columns, completions
     right-padded). Real (mask = 1) positions equal the plain full-batch forward. None
     when no two rows share a prompt or when the plain forward is estimated cheapest.
-    path: "packed", "two_pass" or "plain" forces one (tests, benchmarks)."""
+    path: "tree", "packed", "two_pass" or "plain" forces one (tests, benchmarks)."""
     groups = group_rows(input_ids, attention_mask, completion_mask)
     if path is None:
         if all(len(g.rows) == 1 for g in groups) or any(not g.prompt for g in groups):
@@ -100,13 +112,14 @@ def shared_prompt_logits(model: Any, input_ids: torch.Tensor, attention_mask: to
         width = completion_ids.shape[1]
         path = choose_path(ModelShape.of(model), groups, input_ids.shape[1] - width, width,
                            torch.is_grad_enabled())
-    if path == "packed":
-        return packed_logits(model, groups, completion_ids)
+    if path in ("tree", "packed"):
+        return packed_logits(model, groups, completion_ids, tree=path == "tree")
     if path == "two_pass":
         return two_pass_logits(model, groups, completion_ids, completion_mask)
     if path == "plain":
         return None
-    raise ValueError(f"shared_prompt_logits: unknown path {path!r} (packed, two_pass, plain)")
+    raise ValueError(f"shared_prompt_logits: unknown path {path!r} "
+                     "(tree, packed, two_pass, plain)")
 
 
 def group_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -132,8 +145,10 @@ def path_costs(shape: ModelShape, groups: Sequence[Group], prompt_width: int, wi
     token of matmuls, 4 * attention_width per query/key pair the attention computes
     (masked pairs cost as much as real ones: dense kernels); backward ~2x forward. The
     two-pass path adds EXTRA_GRADIENT_FLOPS_PER_PARAM per trainable parameter for each
-    gradient beyond the first (two per group). Embedding and lm_head work is about
-    the same on every path and left out."""
+    gradient beyond the first (two per group). The tree path runs the packed rows but
+    computes only the pairs `tree_attention` does: per group the longest prompt P
+    squared, per member with tokens T (longest fed completion) x (P + T). Embedding and
+    lm_head work is about the same on every path and left out."""
     passes = 3.0 if grad else 1.0
 
     def flops(tokens: int, pairs: int) -> float:
@@ -147,15 +162,22 @@ def path_costs(shape: ModelShape, groups: Sequence[Group], prompt_width: int, wi
                     for g in groups)
         extra = (2 * len(groups) - 1) * shape.trainable_params * EXTRA_GRADIENT_FLOPS_PER_PARAM
         costs["two_pass"] = flops(tokens, pairs) + (extra if grad else 0.0)
+    length = max(_packed_length(g) for g in groups)
     if shape.attention in PACKABLE_ATTENTION:
-        length = max(_packed_length(g) for g in groups)
         costs["packed"] = flops(len(groups) * length, len(groups) * length ** 2)
+    if shape.tree:
+        longest_prompt = max(len(g.prompt) for g in groups)
+        fed = [tokens - 1 for g in groups for tokens in g.lengths if tokens > 1]  # [M]
+        longest_fed = max(fed, default=1)
+        pairs = (len(groups) * longest_prompt ** 2
+                 + len(fed) * longest_fed * (longest_prompt + longest_fed))
+        costs["tree"] = flops(len(groups) * length, pairs)
     return costs
 
 
 def choose_path(shape: ModelShape, groups: Sequence[Group], prompt_width: int, width: int,
                 grad: bool) -> str:
-    """The cheapest path by `path_costs` ("plain", "two_pass" or "packed")."""
+    """The cheapest path by `path_costs` ("plain", "two_pass", "packed" or "tree")."""
     costs = path_costs(shape, groups, prompt_width, width, grad)
     return min(costs, key=costs.__getitem__)
 
@@ -166,19 +188,33 @@ def _packed_length(group: Group) -> int:
 
 # ---- packed: one forward over all groups -------------------------------------------------
 
-def packed_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Tensor
-                  ) -> torch.Tensor:
-    """One forward over every group packed as one row (see the module docstring)."""
+def packed_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Tensor,
+                  tree: bool = False) -> torch.Tensor:
+    """One forward over every group packed as one row (see the module docstring), its
+    attention by `tree_attention` (tree) or by the model's own with the 4D mask."""
     device = completion_ids.device
     rows = [_pack_group(g, completion_ids) for g in groups]
     input_ids = pad_sequence([r[0] for r in rows], batch_first=True)  # [G, L]
     positions = pad_sequence([r[1] for r in rows], batch_first=True)  # [G, L]
-    segments = pad_sequence([r[2] for r in rows], batch_first=True, padding_value=PAD)  # [G, L]
     keep = pad_sequence([r[3] for r in rows], batch_first=True)  # [G, L] bool
-    dtype = model.get_input_embeddings().weight.dtype
-    mask = tree_attention_mask(segments, dtype, additive=_attention(model) != "sdpa")
-    logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                   use_cache=False, logits_to_keep=keep).logits  # [K, V], K = keep.sum()
+    inputs = dict(input_ids=input_ids, position_ids=positions, use_cache=False,
+                  logits_to_keep=keep)
+    if tree:
+        layout = build_tree_layout([len(g.prompt) for g in groups],
+                                   [[max(n - 1, 0) for n in g.lengths] for g in groups],
+                                   input_ids.shape[1], device)
+        with tree_attention_enabled(model):
+            logits = model(**inputs, tree_layout=layout).logits  # [K, V], K = keep.sum()
+        if layout.calls != model.config.num_hidden_layers:  # e.g. layers with their own config
+            raise RuntimeError(f"tree attention ran in {layout.calls} of "
+                               f"{model.config.num_hidden_layers} layers: this model's "
+                               "attention does not follow config._attn_implementation")
+    else:
+        segments = pad_sequence([r[2] for r in rows], batch_first=True,
+                                padding_value=PAD)  # [G, L]
+        dtype = model.get_input_embeddings().weight.dtype
+        mask = tree_attention_mask(segments, dtype, additive=_attention(model) != "sdpa")
+        logits = model(**inputs, attention_mask=mask).logits  # [K, V], K = keep.sum()
     return logits[_gather_index(groups, completion_ids.shape, device)]  # [B, T, V]
 
 
