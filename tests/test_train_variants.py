@@ -5,6 +5,7 @@ several epochs x minibatches."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -53,8 +54,15 @@ def test_kl_and_variants_run(tmp_path, extra, length_reward):
     lines = metrics(tmp_path / "r")
     assert [m["step"] for m in lines] == [1, 2]
     assert (tmp_path / "r" / "reference" / "config.json").exists()
-    # step 1 starts from the reference itself, so its KL is ~0; it grows after updates
-    assert lines[0]["kl"] == pytest.approx(0.0, abs=1e-3) and lines[1]["kl"] > 0
+    if "algorithm.minibatches=2" in extra:
+        # The logged KL is the mean over the step's optimizer steps: with 2 epochs x 2
+        # minibatches the policy has already moved when the later ones are scored, and
+        # k1 can be negative, so only "finite, and nonzero once updated" holds.
+        assert all(math.isfinite(m["kl"]) for m in lines) and lines[1]["kl"] != 0
+    else:
+        # one optimizer step per RL step: step 1 is scored at the reference itself, so
+        # its KL (k3 >= 0) is ~0, and it grows after the update
+        assert lines[0]["kl"] == pytest.approx(0.0, abs=1e-3) and lines[1]["kl"] > 0
     assert summary["steps"] == 2
 
 
@@ -69,9 +77,11 @@ def test_dynamic_sampling_keeps_only_informative_groups(tmp_path, length_reward)
 
 
 def test_overlong_mask_leaves_nothing_to_learn_from_truncated_attempts(tmp_path, length_reward):
-    # 2 new tokens: an untrained model almost never ends by then, so every attempt is cut.
+    # 2 new tokens, always the most likely one (top_k=1): this untrained model's most
+    # likely tokens are never EOS, so every attempt is cut (whatever the sampler's draws).
     train(tiny_config("steps=1", "sft.steps=0", "sampling.max_new_tokens=2",
-                      "reward.overlong=mask", length_reward), tmp_path / "r")
+                      "sampling.top_k=1", "reward.overlong=mask", length_reward),
+          tmp_path / "r")
     m = metrics(tmp_path / "r")[0]
     assert m["truncation_rate"] == 1.0 and m["reward/std"] > 0
     assert m["grad_norm"] == 0.0
