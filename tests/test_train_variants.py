@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 import rlvr.training.run as run_module
 from rlvr.training.run import train
@@ -97,3 +98,36 @@ def test_composite_reward_logs_each_component(tmp_path, length_reward):
     assert 0 < m["reward/length"] <= 1
     # the composite's score is the mean of its two components
     assert m["reward/mean"] == pytest.approx((m["reward/exact"] + m["reward/length"]) / 2)
+
+
+def _final_weights(run_dir):
+    from safetensors.torch import load_file
+
+    final = sorted((run_dir / "checkpoints").glob("step-*"))[-1]
+    return load_file(str(final / "model.safetensors"))
+
+
+@pytest.mark.parametrize("reward", ["train_helpers:LengthVerifier", "exact"])
+def test_skipping_zero_advantage_rows_changes_nothing_but_work(tmp_path, reward,
+                                                               length_reward):
+    """The update on only the rows with a nonzero advantage ends at the same weights as the
+    update on every row: with the length reward some groups are uniform and some are not;
+    with "exact" an untrained model gets every sum wrong, so no row has a signal and
+    AdamW steps on a zero gradient."""
+    common = ("steps=2", "sft.steps=0", f"reward.verifier={reward}", "sampling.group_size=4")
+    train(tiny_config(*common), tmp_path / "skip")
+    train(tiny_config(*common, "algorithm.skip_zero_advantage=false"), tmp_path / "all")
+    skipped, full = metrics(tmp_path / "skip"), metrics(tmp_path / "all")
+    rows = 4 * 4  # prompts_per_step x group_size
+    assert all(m["rows_trained"] == rows for m in full)
+    if reward == "exact":
+        assert all(m["rows_trained"] == 0 for m in skipped)
+    else:
+        assert 0 < skipped[0]["rows_trained"] < rows
+    for a, b in zip(skipped, full):
+        assert a["reward/mean"] == b["reward/mean"]  # the same samples both times
+        assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-5, abs=1e-7)
+    weights_skip, weights_full = _final_weights(tmp_path / "skip"), _final_weights(tmp_path / "all")
+    assert weights_skip.keys() == weights_full.keys()
+    for name, value in weights_skip.items():
+        torch.testing.assert_close(value, weights_full[name], rtol=1e-5, atol=1e-6)

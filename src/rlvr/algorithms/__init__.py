@@ -11,7 +11,8 @@ V vocabulary. mask [B, T]: 1 = completion token that counts in the loss.
 from rlvr.algorithms.advantages import (ADVANTAGES, GRPO, RLOO, AdvantageEstimator, DrGRPO,
                                         ReinforcePP, ReinforcePPBaseline)
 from rlvr.algorithms.aggregation import (AGGREGATIONS, ConstantNormalizer, LossAggregation,
-                                         SequenceMean, TokenMean, masked_mean)
+                                         SequenceMean, TokenMean, masked_mean,
+                                         weighted_sum)
 from rlvr.algorithms.dynamic_sampling import GroupAccumulator, nonconstant_groups
 from rlvr.algorithms.entropy import token_entropy
 from rlvr.algorithms.kl import (KL_ESTIMATORS, kl_k1, kl_k2, kl_k3, kl_reward_per_sequence,
@@ -31,5 +32,5 @@ __all__ = [
     "advantage_estimator", "clipped_surrogate", "kl_estimator", "kl_k1", "kl_k2", "kl_k3",
     "kl_reward_per_sequence", "kl_reward_to_go", "loss_aggregation", "mask_truncated",
     "masked_mean", "masked_whiten", "nonconstant_groups", "policy_loss", "sequence_log_ratio",
-    "soft_overlong_penalty", "token_entropy", "token_logprobs",
+    "soft_overlong_penalty", "token_entropy", "token_logprobs", "weighted_sum",
 ]

@@ -52,6 +52,15 @@ def _float_mask(mask: Tensor) -> Tensor:
     return mask.float() if not mask.is_floating_point() else mask
 
 
+def weighted_sum(loss: Tensor, mask: Tensor, weights: Tensor) -> Tensor:
+    """sum(weights * loss) over mask's tokens: [B, T] x3 -> 0-dim. With weights from an
+    aggregation's `weights` on a larger batch, the rows given sum to their share of it."""
+    _check(loss, mask)
+    # masked_fill, not just a 0 weight: 0 * nan (e.g. a KL term at padding) is nan
+    loss = loss.masked_fill(mask == 0, 0.0)  # [B, T]
+    return (weights.to(loss.dtype) * loss).sum()
+
+
 class _Weighted:
     """Shared __call__: sum(weights(mask) * loss). Aggregations only define weights."""
 
@@ -60,9 +69,7 @@ class _Weighted:
 
     def __call__(self, loss: Tensor, mask: Tensor) -> Tensor:
         _check(loss, mask)
-        # masked_fill, not just a 0 weight: 0 * nan (e.g. a KL term at padding) is nan
-        loss = loss.masked_fill(mask == 0, 0.0)  # [B, T]
-        return (self.weights(mask).to(loss.dtype) * loss).sum()
+        return weighted_sum(loss, mask, self.weights(mask))
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,11 @@ class AlgorithmConfig:
     max_draws: int = _doc("dynamic sampling: generation rounds per step at most", default=3)
     recompute_old_logprobs: bool = _doc("recompute old log-probs with a forward pass "
                                         "instead of using the sampler's", default=False)
+    skip_zero_advantage: bool = _doc("run the update's forward/backward only on rows whose "
+                                     "loss can be nonzero (nonzero advantage; all rows when "
+                                     "a KL-in-loss or entropy term is on): same gradient, "
+                                     "less work when groups have equal rewards",
+                                     default=True)
 
     def validate(self) -> None:
         if self.kl_beta < 0:

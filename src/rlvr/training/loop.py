@@ -21,7 +21,8 @@ import torch
 
 from rlvr.algorithms import (GroupAccumulator, advantage_estimator, kl_estimator,
                              kl_reward_per_sequence, loss_aggregation, mask_truncated,
-                             masked_mean, policy_loss, token_entropy, token_logprobs)
+                             masked_mean, policy_loss, token_entropy, token_logprobs,
+                             weighted_sum)
 from rlvr.data.prompts import PromptRenderer
 from rlvr.data.records import TaskRecord
 from rlvr.rollout.base import RolloutEngine, SamplingParams
@@ -180,34 +181,69 @@ def policy_update(t: Trainer, step: int, batch: PackedBatch, mask: torch.Tensor,
 
 def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantages: torch.Tensor,
                    old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor | None) -> dict[str, float]:
-    """Loss = clipped surrogate (+ beta * KL) (- entropy bonus), aggregated; one AdamW step."""
-    a, temperature = t.cfg.algorithm, t.cfg.sampling.temperature
-    aggregate = t.algo["aggregate"]
-    logits = completion_logits(t.model, batch)  # [b, T, V]
-    logprobs = token_logprobs(logits, batch.completion_ids, temperature)  # [b, T]
-    out = t.algo["policy_loss"](logprobs, old_logprobs, advantages.to(logprobs.dtype), mask)
-    loss = aggregate(out.loss, mask)
-    stats = {name: float(value) for name, value in out.stats.items()}
-    stats["policy_loss"] = float(loss.detach())
-    if ref_logprobs is not None and a.kl_in == "loss":
-        kl = t.algo["kl"](logprobs, ref_logprobs)  # [b, T]
-        loss = loss + a.kl_beta * aggregate(kl, mask)
-    if ref_logprobs is not None:
-        stats["kl"] = float(masked_mean(t.algo["kl"](logprobs.detach(), ref_logprobs), mask))
-    if a.entropy_coef > 0:
-        entropy = token_entropy(logits, temperature)  # [b, T]
-        loss = loss - a.entropy_coef * aggregate(entropy, mask)
-    else:
-        with torch.no_grad():
-            entropy = token_entropy(logits.detach(), temperature)  # [b, T]
-    stats["entropy"] = float(masked_mean(entropy.detach(), mask))
+    """Loss = clipped surrogate (+ beta * KL) (- entropy bonus), aggregated; one AdamW step.
+
+    Token weights come from the whole minibatch's mask; the forward and backward then run
+    only on rows whose loss can be nonzero (`rows_with_signal`). The gradient is the same
+    as over every row: a row with zero advantage contributes a loss of exactly 0 with
+    zero gradient when no KL-in-loss or entropy term touches it. Statistics are over the
+    rows that ran."""
+    weights = t.algo["aggregate"].weights(mask)  # [b, T]
+    rows = rows_with_signal(t.cfg.algorithm, mask, advantages)  # [b']
     t.optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    if rows.numel():
+        stats = _loss_backward(t, batch.rows(rows), mask[rows], weights[rows], advantages[rows],
+                               old_logprobs[rows],
+                               None if ref_logprobs is None else ref_logprobs[rows])
+    else:  # nothing to learn from: a zero gradient, and AdamW still steps as it would
+        for p in t.model.parameters():
+            if p.requires_grad:
+                p.grad = torch.zeros_like(p)
+        stats = {"policy_loss": 0.0, "loss": 0.0}
+    stats["rows_trained"] = float(rows.numel())
     clip = t.cfg.optim.grad_clip
     norm = torch.nn.utils.clip_grad_norm_(t.model.parameters(), clip if clip > 0 else float("inf"))
     t.optimizer.step()
     t.scheduler.step()
-    stats["grad_norm"], stats["loss"] = float(norm), float(loss.detach())
+    stats["grad_norm"] = float(norm)
+    return stats
+
+
+def rows_with_signal(a: Any, mask: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+    """Indices [b'] of the rows the update must run: every row when a KL-in-loss or an
+    entropy term gives each token a gradient (or `algorithm.skip_zero_advantage` is off);
+    otherwise rows with a nonzero advantage and at least one unmasked token."""
+    everything = torch.arange(mask.shape[0], device=mask.device)
+    if (not a.skip_zero_advantage or a.entropy_coef > 0
+            or (a.kl_beta > 0 and a.kl_in == "loss")):
+        return everything
+    return everything[(advantages != 0) & (mask.sum(1) > 0)]
+
+
+def _loss_backward(t: Trainer, batch: PackedBatch, mask: torch.Tensor, weights: torch.Tensor,
+                   advantages: torch.Tensor, old_logprobs: torch.Tensor,
+                   ref_logprobs: torch.Tensor | None) -> dict[str, float]:
+    a, temperature = t.cfg.algorithm, t.cfg.sampling.temperature
+    logits = completion_logits(t.model, batch)  # [b, T, V]
+    logprobs = token_logprobs(logits, batch.completion_ids, temperature)  # [b, T]
+    out = t.algo["policy_loss"](logprobs, old_logprobs, advantages.to(logprobs.dtype), mask)
+    loss = weighted_sum(out.loss, mask, weights)
+    stats = {name: float(value) for name, value in out.stats.items()}
+    stats["policy_loss"] = float(loss.detach())
+    if ref_logprobs is not None and a.kl_in == "loss":
+        kl = t.algo["kl"](logprobs, ref_logprobs)  # [b, T]
+        loss = loss + a.kl_beta * weighted_sum(kl, mask, weights)
+    if ref_logprobs is not None:
+        stats["kl"] = float(masked_mean(t.algo["kl"](logprobs.detach(), ref_logprobs), mask))
+    if a.entropy_coef > 0:
+        entropy = token_entropy(logits, temperature)  # [b, T]
+        loss = loss - a.entropy_coef * weighted_sum(entropy, mask, weights)
+    else:
+        with torch.no_grad():
+            entropy = token_entropy(logits.detach(), temperature)  # [b, T]
+    stats["entropy"] = float(masked_mean(entropy.detach(), mask))
+    loss.backward()
+    stats["loss"] = float(loss.detach())
     return stats
 
 
