@@ -125,7 +125,10 @@ class HFRolloutEngine:
         return tokens, logprobs, lengths, reasons
 
     def _stepper(self) -> "_CacheStepper | FastLlama":
-        if self.fast_decode and fast_llama.supports(self.model):
+        # CPU only: the decode forward's weight snapshots are a second copy of the model,
+        # which a GPU should not pay for (there, transformers' forward or vLLM).
+        if (self.fast_decode and self._device().type == "cpu"
+                and fast_llama.supports(self.model)):
             if self._fast is None or self._fast.model is not self.model:
                 self._fast = fast_llama.FastLlama(self.model)
             return self._fast

@@ -102,10 +102,10 @@ class SamplingConfig:
     stop: list[str] = _doc("stop strings; the completion is cut before them",
                            default_factory=list)
     max_batch_rows: int = _doc("rows decoded together by the rollout engine", default=512)
-    fast_decode: bool = _doc("decode Llama-family models with rlvr's own forward (fused "
-                             "projections, oneDNN weight layout, preallocated KV cache; "
-                             "same logits as transformers); false = transformers' forward",
-                             default=True)
+    fast_decode: bool = _doc("on CPU, decode Llama-family models with rlvr's own forward "
+                             "(fused projections, oneDNN weight layout, preallocated KV "
+                             "cache; same logits as transformers); false = transformers' "
+                             "forward", default=True)
 
     def validate(self) -> None:
         if self.temperature <= 0:
