@@ -1,11 +1,11 @@
 """Linear layers for decoding, in the weight layout the CPU GEMM reads fastest.
 
 Decoding multiplies a few rows (the live samples) by every weight matrix once per new
-token, so it is bound by how fast the GEMM streams the weights. On x86 CPUs torch's
-default path (MKL sgemm through `F.linear`) streams a [8, 576] x [576, 49152] product at
-~4 GB/s on an AMD EPYC; oneDNN with the weight reordered once into its blocked layout
-streams it at ~13 GB/s and the model's smaller matrices at ~22 GB/s (measured in
-benchmarks/bench_rollout.py). oneDNN is the library torch itself uses for this in its
+token, so it is bound by how fast the GEMM streams the weights. On an AMD EPYC (AVX2)
+torch's default path (MKL sgemm through `F.linear`) streams a [8, 576] x [576, 49152]
+product at ~4 GB/s; oneDNN with the weight reordered once into its blocked layout
+streams it at ~13 GB/s, and a SmolLM2 decode step as a whole runs ~2x faster
+(benchmarks/RESULTS.md, bench_rollout.py). oneDNN is the library torch itself uses for this in its
 compiled CPU inference path (`torch.ops.mkldnn._linear_pointwise` on a weight from
 `torch.ops.mkldnn._reorder_linear_weight`); the math is plain float32 (results agree
 with `F.linear` to float32 rounding).
@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-_ROWS_HINT = 64  # rows per call the blocked layout is tuned for (a decode batch)
+_ROWS_HINT = 8  # rows per call the blocked layout is tuned for (a decode batch)
 
 
 def onednn_available() -> bool:
@@ -41,7 +41,6 @@ class DecodeLinear:
         if use_onednn is None:
             use_onednn = (weight.device.type == "cpu" and weight.dtype == torch.float32
                           and onednn_available())
-        self.out_features, self.in_features = weight.shape
         self.bias = None if bias is None else bias.detach().clone()
         self.onednn = use_onednn
         if use_onednn:

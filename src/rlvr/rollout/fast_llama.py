@@ -246,19 +246,16 @@ class FastLlama:
             k, v = k.repeat_interleave(repeat, 0), v.repeat_interleave(repeat, 0)
         keys[:, :, start:stop] = k
         values[:, :, start:stop] = v
-        if repeat > 1:  # a prefill: attend within the b distinct prompts
-            k, v = keys[::repeat, :, :stop], values[::repeat, :, :stop]  # [b, kv, L, D]
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=self.scale,
-                                                 enable_gqa=kv != h)  # [b, h, s, D]
-            return out.transpose(1, 2).reshape(b, s, h * d)
-        if s == 1:
-            # The h // kv query heads of each key/value head become that head's rows.
+        if s == 1 and repeat == 1:
+            # A decode step: the h // kv query heads of each key/value head become that
+            # head's rows, so no key or value is repeated.
             q = q.reshape(b, kv, h // kv, d)  # [b, kv, g, D]
             out = F.scaled_dot_product_attention(q, keys[:, :, :stop], values[:, :, :stop],
                                                  attn_mask=allowed, scale=self.scale)
             return out.reshape(b, 1, h * d)  # [b, 1, h*D]: head-major, as transformers lays it
-        out = F.scaled_dot_product_attention(q, keys[:, :, :stop], values[:, :, :stop],
-                                             attn_mask=allowed, scale=self.scale,
+        # A prefill holds each prompt's keys `repeat` times: attend within the b prompts.
+        k, v = keys[::repeat, :, :stop], values[::repeat, :, :stop]  # [b, kv, L, D]
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=self.scale,
                                              enable_gqa=kv != h)  # [b, h, s, D]
         return out.transpose(1, 2).reshape(b, s, h * d)
 

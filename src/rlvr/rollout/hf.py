@@ -168,8 +168,7 @@ class _CacheStepper:
 
     def __init__(self, model: Any) -> None:
         self.model = model
-        self.cache_kwarg = ("cache" if "cache" in inspect.signature(model.forward).parameters
-                            else "past_key_values")
+        self.cache_kwarg = cache_kwarg(model)
         self.cache: Any = None
 
     def start(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
@@ -222,6 +221,12 @@ class _StopChecker:
 def _cut_at_stop(text: str, stops: Sequence[str]) -> str:
     cuts = [text.find(s) for s in stops if s and s in text]
     return text[:min(cuts)] if cuts else text
+
+
+def cache_kwarg(model: Any) -> str:
+    """The forward's KV-cache keyword: `cache` in transformers >= 5.2x, else the older
+    `past_key_values`."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> list[int]:

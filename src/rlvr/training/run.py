@@ -26,8 +26,8 @@ from rlvr.training.checkpoint import latest_checkpoint, load_trainer_state, save
 from rlvr.training.config import TrainConfig
 from rlvr.training.evaluate import evaluate
 from rlvr.training.loop import Trainer, rl_step
-from rlvr.training.optim import build_optimizer, build_scheduler
 from rlvr.training.memory import retain_freed_memory
+from rlvr.training.optim import build_optimizer, build_scheduler
 from rlvr.training.prompt_order import PromptOrder
 from rlvr.training.setup import load_data, load_policy, prompt_renderer
 from rlvr.training.sft import supervised_warmstart

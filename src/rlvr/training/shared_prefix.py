@@ -41,13 +41,13 @@ dominate and use two-pass (or plain under checkpointing).
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from rlvr.rollout.hf import cache_kwarg
 from rlvr.training.tree_attention import (build_tree_layout, supports_tree_attention,
                                           tree_attention_enabled)
 
@@ -298,13 +298,9 @@ def _group_logits(model: Any, prompt: tuple[int, ...], completions: torch.Tensor
     attention = torch.cat([torch.ones(n, length, dtype=mask.dtype, device=device), mask], 1)
     positions = (length + torch.arange(width, device=device)).expand(n, width)  # [n, T]
     tail = model(input_ids=completions, attention_mask=attention, position_ids=positions,
-                 use_cache=True, logits_to_keep=width, **{_cache_kwarg(model): cache})
+                 use_cache=True, logits_to_keep=width, **{cache_kwarg(model): cache})
     first = head.logits.expand(n, 1, -1)  # [n, 1, V]: predicts completion token 0
     return torch.cat([first, tail.logits[:, :-1]], dim=1)  # [n, T, V]
-
-
-def _cache_kwarg(model: Any) -> str:
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def _attention(model: Any) -> str:
