@@ -22,6 +22,9 @@ class SamplingParams:
     top_k: int = 0  # 0 = off
     stop: tuple[str, ...] = ()  # stop strings; the text is cut before the first one
     seed: int | None = None
+    # Engines that can keep their forward's activations for the update attach them to
+    # each completion as extra["activations"] (rlvr.rollout.capture); others ignore it.
+    keep_activations: bool = False
 
 
 @dataclass

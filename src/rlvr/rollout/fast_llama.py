@@ -26,6 +26,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from rlvr.rollout.capture import SLOTS, ActivationCapture, CaptureShape
 from rlvr.rollout.decode_linear import DecodeLinear, fused, fused_bias
 
 SUPPORTED_TYPES = ("llama", "qwen2", "mistral")
@@ -123,6 +124,8 @@ class FastLlama:
         self._layers: list[_Layer] | None = None
         self._head: DecodeLinear | None = None
         self._versions: tuple[int, ...] | None = None
+        self.capture: ActivationCapture | None = None  # the current call's, when kept
+        self.row_ids = torch.zeros(0, dtype=torch.long)  # generation row of each live row
 
     # --- weight snapshots ---------------------------------------------------------
 
@@ -154,14 +157,34 @@ class FastLlama:
 
     # --- the sampling loop's interface --------------------------------------------
 
+    def capture_shape(self, prompts: int, prompt_width: int, n: int,
+                      max_new_tokens: int) -> CaptureShape:
+        """What keeping this call's activations would hold (`CaptureShape.nbytes`)."""
+        h, kv, d = self.heads, self.kv_heads, self.head_dim
+        hidden = self.base.config.hidden_size
+        widths = {"qkv": (h + 2 * kv) * d, "o": hidden, "gate_up": 2 * self.intermediate,
+                  "down": hidden}
+        return CaptureShape(len(self.base.model.layers), widths, self.base.config.vocab_size,
+                            prompts, prompt_width, n, max_new_tokens)
+
     @torch.inference_mode()
     def start(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
-              n: int, max_new_tokens: int) -> torch.Tensor:
+              n: int, max_new_tokens: int, keep_activations: bool = False) -> torch.Tensor:
         """Prefill left-padded prompts input_ids/mask/positions [B, P] once each, then hold
         n copies of every prompt's keys/values (rows b*n .. b*n+n-1 are prompt b).
-        Returns the next-token logits [B*n, V]."""
+        Returns the next-token logits [B*n, V]. keep_activations: keep every GEMM's
+        output and the logits in `self.capture` (rlvr.rollout.capture)."""
         self._refresh()
         batch, width = input_ids.shape
+        self.capture = None
+        if keep_activations:
+            self.capture = ActivationCapture(
+                self.capture_shape(batch, width, n, max_new_tokens),
+                mask.sum(1).tolist(), self._versions, id(self.model), self._dtype(),
+                input_ids.device)
+            self.capture.begin_prefill()
+        self.row_ids = torch.arange(batch * n)
+        self.prompt_columns = width
         layers = len(self._layers)
         # Room for the prompt and the first new tokens; `_grow` doubles it when full, so
         # a batch whose rows stop early never holds keys for the whole length limit.
@@ -188,6 +211,8 @@ class FastLlama:
         token is padding no later step should see); returns next-token logits [b, V]."""
         if self.length == self.valid.shape[1]:
             self._grow()
+        if self.capture is not None:
+            self.capture.begin_step(self.row_ids, self.length - self.prompt_columns)
         self.valid[:, self.length] = alive
         mask = self.valid[:, None, None, :self.length + 1]  # [b, 1, 1, L]
         hidden = self._forward(token[:, None], self.next_pos, mask, 1)  # [b, 1, H]
@@ -207,6 +232,7 @@ class FastLlama:
         """Keep only `rows` [b'] of the batch (finished rows leave)."""
         self.keys, self.values = self.keys[:, rows], self.values[:, rows]
         self.valid, self.next_pos = self.valid[rows], self.next_pos[rows]
+        self.row_ids = self.row_ids[rows.cpu()]
 
     # --- the forward --------------------------------------------------------------
 
@@ -220,7 +246,8 @@ class FastLlama:
         cos, sin = inner.rotary_emb(hidden, positions)  # [b, s, D] each
         cos, sin = cos[:, :, None], sin[:, :, None]  # [b, s, 1, D]
         start, stop = self.length, self.length + ids.shape[1]
-        for index, layer in enumerate(self._layers):
+        layers = self._layers if self.capture is None else self._recorded_layers()
+        for index, layer in enumerate(layers):
             normed = self._rms_norm(hidden, layer.input_norm)
             keys, values = self.keys[index], self.values[index]  # [b*repeat, kv, C, D]
             attended = self._attention(layer, normed, cos, sin, keys, values, allowed,
@@ -264,10 +291,32 @@ class FastLlama:
         return weight * (hidden * torch.rsqrt(variance + self.eps))
 
     def _logits(self, last: torch.Tensor) -> torch.Tensor:
-        return self._head(self._rms_norm(last, self.base.model.norm.weight))  # [b, V]
+        logits = self._head(self._rms_norm(last, self.base.model.norm.weight))  # [b, V]
+        if self.capture is not None:
+            self.capture.put_logits(logits)
+        return logits
+
+    def _recorded_layers(self) -> list[_Layer]:
+        """The layers with every GEMM also writing its output into `self.capture`."""
+        return [_Layer(*(_Recorded(getattr(layer, slot), self.capture, index, slot)
+                         for slot in SLOTS), layer.input_norm, layer.post_norm)
+                for index, layer in enumerate(self._layers)]
 
     def _dtype(self) -> torch.dtype:
         return self.base.model.embed_tokens.weight.dtype
+
+
+class _Recorded:
+    """A DecodeLinear whose outputs are also kept in an ActivationCapture."""
+
+    def __init__(self, linear: DecodeLinear, capture: ActivationCapture, layer: int,
+                 slot: str) -> None:
+        self.linear, self.capture, self.layer, self.slot = linear, capture, layer, slot
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.linear(x)
+        self.capture.put(self.layer, self.slot, out)
+        return out
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

@@ -29,14 +29,18 @@ class HFRolloutEngine:
     tokenizer:      its tokenizer; prompts are tokenized without added special tokens
                     (the prompt renderer writes BOS / the chat template itself).
     max_batch_rows: rows (prompt x sample) decoded together; larger batches are split.
+    activation_budget_gb: with `SamplingParams.keep_activations`, the most memory a
+                    decode call's kept activations may take (rlvr.rollout.capture; CPU
+                    fast decode only); a call that would need more keeps none.
     """
 
     def __init__(self, model: Any, tokenizer: Any, max_batch_rows: int = 512,
-                 fast_decode: bool = True) -> None:
+                 fast_decode: bool = True, activation_budget_gb: float = 2.0) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_rows = max_batch_rows
         self.fast_decode = fast_decode
+        self.activation_budget = activation_budget_gb * 2**30
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.eos_ids = _eos_ids(model, tokenizer)
         self._fast: fast_llama.FastLlama | None = None
@@ -79,16 +83,34 @@ class HFRolloutEngine:
         was_training = self.model.training
         self.model.eval()
         try:
-            tokens, logprobs, lengths, reasons = self._loop(input_ids, mask, positions, params,
-                                                            generator, n)
+            stepper = self._stepper()
+            keep = params.keep_activations and self._can_keep_activations(stepper, batch,
+                                                                           width, n, params)
+            tokens, logprobs, lengths, reasons = self._loop(stepper, input_ids, mask,
+                                                            positions, params, generator, n,
+                                                            keep)
         finally:
             self.model.train(was_training)
-        return self._completions(rows, tokens, logprobs, lengths, reasons, params)
+        completions = self._completions(rows, tokens, logprobs, lengths, reasons, params)
+        if keep:
+            capture, stepper.capture = stepper.capture, None  # the completions own it now
+            for row, completion in enumerate(completions):
+                completion.extra["activations"] = (capture, row)
+        return completions
 
-    def _loop(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
-              params: SamplingParams, generator: torch.Generator, n: int = 1):
-        stepper = self._stepper()
-        logits = stepper.start(input_ids, mask, positions, n, params.max_new_tokens)  # [B*n, V]
+    def _can_keep_activations(self, stepper: Any, prompts: int, width: int, n: int,
+                              params: SamplingParams) -> bool:
+        if not isinstance(stepper, fast_llama.FastLlama) or params.temperature <= 0:
+            return False
+        shape = stepper.capture_shape(prompts, width, n, params.max_new_tokens)
+        return shape.nbytes() <= self.activation_budget
+
+    def _loop(self, stepper: Any, input_ids: torch.Tensor, mask: torch.Tensor,
+              positions: torch.Tensor, params: SamplingParams, generator: torch.Generator,
+              n: int = 1, keep_activations: bool = False):
+        extra = {"keep_activations": True} if keep_activations else {}
+        logits = stepper.start(input_ids, mask, positions, n, params.max_new_tokens,
+                               **extra)  # [B*n, V]
         batch, device, limit = logits.shape[0], input_ids.device, params.max_new_tokens
         tokens = torch.full((batch, limit), self.pad_id, dtype=torch.long, device=device)
         logprobs = torch.zeros((batch, limit), dtype=torch.float32, device=device)

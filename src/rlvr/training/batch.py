@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import torch
 
 from rlvr.rollout.base import Completion
+from rlvr.training.replay import replay_logits
 from rlvr.training.shared_prefix import shared_prompt_logits
 
 
@@ -25,16 +26,23 @@ class PackedBatch:
     mask: torch.Tensor            # [B, T] 1 = completion token
     old_logprobs: torch.Tensor    # [B, T] sampler log-probs (0 on padding)
     truncated: torch.Tensor       # [B] bool
+    # Per row, the sampler's kept activations (capture, generation row), when every row
+    # has them (rlvr.rollout.capture); the update then replays instead of recomputing.
+    activations: tuple[Any, ...] | None = None
 
     @property
     def width(self) -> int:
         return self.completion_ids.shape[1]
 
     def rows(self, index: torch.Tensor | slice) -> "PackedBatch":
+        activations = None
+        if self.activations is not None:
+            kept = torch.arange(len(self.activations))[index].reshape(-1).tolist()
+            activations = tuple(self.activations[i] for i in kept)
         return PackedBatch(*(t[index] for t in (self.input_ids, self.attention_mask,
                                                  self.position_ids, self.completion_ids,
                                                  self.mask, self.old_logprobs,
-                                                 self.truncated)))
+                                                 self.truncated)), activations)
 
 
 def pack(completions: Sequence[Completion], pad_id: int, device: torch.device) -> PackedBatch:
@@ -54,14 +62,21 @@ def pack(completions: Sequence[Completion], pad_id: int, device: torch.device) -
             old[i, :len(c.logprobs)] = torch.tensor(c.logprobs, dtype=torch.float32)
     positions = (attention.cumsum(-1) - 1).clamp(min=0)  # [B, P+T]
     truncated = torch.tensor([c.truncated for c in completions], dtype=torch.bool)
+    kept = tuple(c.extra.get("activations") for c in completions)
     return PackedBatch(ids.to(device), attention.to(device), positions.to(device),
                        ids[:, prompt_width:].to(device), attention[:, prompt_width:].to(device),
-                       old.to(device), truncated.to(device))
+                       old.to(device), truncated.to(device),
+                       None if any(k is None for k in kept) else kept)
 
 
 def completion_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
     """Logits predicting each completion token: [B, T, V] (only T+1 positions computed).
-    Rows that share a prompt run it once (rlvr.training.shared_prefix)."""
+    From the sampler's kept activations when that is exact (rlvr.training.replay); else
+    rows that share a prompt run it once (rlvr.training.shared_prefix)."""
+    replayed = replay_logits(model, batch.input_ids, batch.attention_mask,
+                             batch.completion_ids, batch.mask, batch.activations)
+    if replayed is not None:
+        return replayed  # [B, T, V]
     shared = shared_prompt_logits(model, batch.input_ids, batch.attention_mask,
                                   batch.completion_ids, batch.mask)
     if shared is not None:

@@ -122,7 +122,8 @@ def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Grou
         records = take(t.records, t.order.next(s.prompts_per_step))
         params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature,
                                 top_p=s.top_p, top_k=s.top_k, stop=tuple(s.stop),
-                                seed=_sampling_seed(cfg.seed, step, keep.draws))
+                                seed=_sampling_seed(cfg.seed, step, keep.draws),
+                                keep_activations=s.reuse_activations)
         began = time.perf_counter()
         completions = t.engine.generate([t.renderer.render(r) for r in records],
                                         s.group_size, params)
@@ -201,12 +202,24 @@ def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantage
                 p.grad = torch.zeros_like(p)
         stats = {"policy_loss": 0.0, "loss": 0.0}
     stats["rows_trained"] = float(rows.numel())
-    clip = t.cfg.optim.grad_clip
-    norm = torch.nn.utils.clip_grad_norm_(t.model.parameters(), clip if clip > 0 else float("inf"))
+    norm = clip_gradients(t.model, t.cfg.optim.grad_clip)
     t.optimizer.step()
     t.scheduler.step()
     stats["grad_norm"] = float(norm)
     return stats
+
+
+def clip_gradients(model: Any, clip: float) -> torch.Tensor:
+    """Total gradient norm; gradients scaled to `clip` when above it (clip <= 0: never).
+    Unlike clip_grad_norm_, which always multiplies (by 1 when under the limit, to
+    avoid a device sync), this writes the gradients only when it clips: a pass over
+    every gradient saved on most steps."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    norm = torch.nn.utils.get_total_norm(grads)
+    if clip > 0 and float(norm) > clip:
+        torch.nn.utils.clip_grads_with_norm_([p for p in model.parameters()
+                                              if p.grad is not None], clip, norm)
+    return norm
 
 
 def rows_with_signal(a: Any, mask: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:

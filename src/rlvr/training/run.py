@@ -62,7 +62,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     model, tokenizer = load_policy(cfg.model, cfg.seed, checkpoint)
     renderer = prompt_renderer(cfg.prompt, tokenizer)
     engine = HFRolloutEngine(model, tokenizer, cfg.sampling.max_batch_rows,
-                             fast_decode=cfg.sampling.fast_decode)
+                             fast_decode=cfg.sampling.fast_decode,
+                             activation_budget_gb=cfg.sampling.activation_memory_gb)
     verifiers = {cfg.reward.verifier} if cfg.reward.verifier else {r.verifier for r in train_records}
     with VerifierPool(workers=cfg.reward.workers or None, timeout_s=cfg.reward.timeout_s,
                       preload=sorted(verifiers)) as pool:
