@@ -45,6 +45,9 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=16, help="distinct prompts drawn from")
     parser.add_argument("--threads", type=int, default=0, help="torch threads on both sides "
                         "(OMP_NUM_THREADS; 0 = torch's default, every core)")
+    parser.add_argument("--trl-no-checkpointing", action="store_true",
+                        help="run TRL without the activation checkpointing its GRPOConfig turns "
+                        "on by default (a faster peer; rlvr never checkpoints here)")
     parser.add_argument("--rlvr-only", action="store_true",
                         help="time rlvr alone (for iterating on it; no speedup line)")
     parser.add_argument("--side", choices=["rlvr"], help=argparse.SUPPRESS)
@@ -70,7 +73,9 @@ def main() -> None:
             return
         trl = run_side([sys.executable, str(HERE / "bench_vs_trl_trl_side.py"), "--model",
                         str(model_dir), "--prompts", str(prompts_file),
-                        "--out", str(Path(scratch) / "trl"), *common], scratch, args.threads)
+                        "--out", str(Path(scratch) / "trl"), *common,
+                        *(["--no-checkpointing"] if args.trl_no_checkpointing else [])],
+                       scratch, args.threads)
     if args.threads > 0:
         import torch
 
@@ -223,6 +228,8 @@ def report(args, model_dir: Path, rlvr: dict, trl: dict, rate: float,
               f"{side['tokens_per_step'] / median_s:6.1f} tokens/s  "
               f"peak RSS {side['peak_rss_mb']:.0f} MB")
     print(f"rlvr  generate {fmt(rlvr['generate_seconds'])}  update {fmt(rlvr['update_seconds'])}")
+    print(f"trl   gradient checkpointing {'on' if trl.get('gradient_checkpointing') else 'off'}"
+          " (GRPOConfig's default is on)")
     print(f"floor {floor:.2f} s/step ({flops / 1e12:.2f} TFLOP at {rate / 1e9:.1f} GFLOP/s "
           f"matmul); rlvr is {r / floor:.1f}x its floor")
     print(f"floor with decoding memory-bound {memory_floor:.2f} s/step ({decode_bytes / 1e9:.1f} "

@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--out", default="/tmp/rlvr-bench-trl")
+    parser.add_argument("--no-checkpointing", action="store_true",
+                        help="turn off the activation checkpointing GRPOConfig enables by default")
     args = parser.parse_args()
     torch.manual_seed(0)
     prompts = json.loads(open(args.prompts).read())
@@ -57,12 +59,14 @@ def main() -> None:
         num_iterations=1, max_steps=args.steps, learning_rate=1e-6, logging_steps=1,
         report_to=[], save_strategy="no", use_cpu=True, bf16=False, temperature=1.0,
         gradient_accumulation_steps=1, seed=0, dataloader_num_workers=0,
+        **({"gradient_checkpointing": False} if args.no_checkpointing else {}),
     )
     timer = StepTimer()
     trainer = GRPOTrainer(model=model, reward_funcs=char_length_reward, args=config,
                           train_dataset=dataset, processing_class=tokenizer, callbacks=[timer])
     trainer.train()
     print(json.dumps({"side": "trl", "step_seconds": timer.seconds,
+                      "gradient_checkpointing": bool(config.gradient_checkpointing),
                       "tokens_per_step": sum(generated) / max(1, len(timer.seconds)),
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
