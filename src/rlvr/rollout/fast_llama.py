@@ -119,6 +119,7 @@ class FastLlama:
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
         self.intermediate = config.intermediate_size
         self.eps = self.base.model.norm.variance_epsilon
+        self._width = torch.tensor(float(config.hidden_size))  # RMSNorm's divisor, 0-dim
         self.scale = self.base.model.layers[0].self_attn.scaling
         self._layers: list[_Layer] | None = None
         self._head: DecodeLinear | None = None
@@ -292,8 +293,13 @@ class FastLlama:
         return out.view(b, 1, h * d)  # head-major, as transformers lays it
 
     def _rms_norm(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        variance = hidden.pow(2).mean(-1, keepdim=True)  # [b, s, 1]
-        return weight * (hidden * torch.rsqrt(variance + self.eps))
+        """transformers' LlamaRMSNorm, value for value (x*x is pow(x, 2) exactly and
+        mean is sum / width), in fewer dispatches: `pow` and `mean` each add a dtype
+        conversion for their Python scalar, the in-place tail saves allocations.
+        (`F.rms_norm` is no help here: on CPU it is the same composite.)"""
+        square_sum = (hidden * hidden).sum(-1, keepdim=True)  # [b, s, 1]
+        inverse_rms = square_sum.div_(self._width).add_(self.eps).rsqrt_()
+        return weight * (hidden * inverse_rms)
 
     def _logits(self, last: torch.Tensor) -> torch.Tensor:
         return self._head(self._rms_norm(last, self.base.model.norm.weight))  # [b, V]
