@@ -119,7 +119,10 @@ class FastLlama:
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
         self.intermediate = config.intermediate_size
         self.eps = self.base.model.norm.variance_epsilon
-        self._width = torch.tensor(float(config.hidden_size))  # RMSNorm's divisor, 0-dim
+        # RMSNorm's divisor and epsilon as 0-dim tensors: an in-place op with a Python
+        # scalar pays a dtype conversion of the wrapped scalar on every call.
+        self._width = torch.tensor(float(config.hidden_size))
+        self._eps = torch.tensor(self.eps, dtype=torch.float32)
         self.scale = self.base.model.layers[0].self_attn.scaling
         self._layers: list[_Layer] | None = None
         self._head: DecodeLinear | None = None
@@ -294,11 +297,11 @@ class FastLlama:
 
     def _rms_norm(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """transformers' LlamaRMSNorm, value for value (x*x is pow(x, 2) exactly and
-        mean is sum / width), in fewer dispatches: `pow` and `mean` each add a dtype
-        conversion for their Python scalar, the in-place tail saves allocations.
+        mean is sum / width), in fewer dispatches: `pow`, `mean` and a Python-scalar
+        add each pay a dtype conversion; the in-place tail saves allocations.
         (`F.rms_norm` is no help here: on CPU it is the same composite.)"""
         square_sum = (hidden * hidden).sum(-1, keepdim=True)  # [b, s, 1]
-        inverse_rms = square_sum.div_(self._width).add_(self.eps).rsqrt_()
+        inverse_rms = square_sum.div_(self._width).add_(self._eps).rsqrt_()
         return weight * (hidden * inverse_rms)
 
     def _logits(self, last: torch.Tensor) -> torch.Tensor:
