@@ -63,4 +63,4 @@ def sample_tokens(probs: torch.Tensor, generator: torch.Generator) -> torch.Tens
     # the offset inside the block's own mass so a zero-mass token is never reached.
     offset = torch.minimum(u - before, torch.nextafter(cdf[:, -1:], torch.zeros_like(u)))
     index = torch.searchsorted(cdf, offset.clamp(min=0.0), right=True)  # [B, 1]
-    return (first + index)[:, 0]
+    return (first + index)[:, 0].clamp_(max=vocab - 1)  # in range even for a NaN row
