@@ -10,8 +10,9 @@ with fewer, larger operations over the model's own weights:
   - the weights are snapshots in oneDNN's blocked layout (rlvr.rollout.decode_linear),
     streamed 2-3x faster than MKL's;
   - keys and values go into a buffer allocated once for the whole completion length;
-  - one grouped-query attention call per layer without repeating keys and values: the
-    query heads that share a key/value head are treated as that head's query rows.
+  - grouped-query attention without repeating keys and values: the query heads that
+    share a key/value head are treated as that head's query rows (at decode, two
+    batched GEMMs and a softmax, the mask added as a bias inside the first GEMM).
 The math is the transformers forward's (same RMSNorm, rotary embedding module, scaling
 and activation), float32 throughout on CPU; tests compare logits and sampled
 log-probabilities against it. Snapshots are rebuilt when any parameter changed (torch
