@@ -227,7 +227,8 @@ class FastLlama:
                  repeat: int) -> torch.Tensor:
         """Run ids [b, s] at positions [b, s] through every layer, writing keys/values at
         columns length .. length+s (each row repeated `repeat` times in the buffer).
-        allowed: bool attention mask broadcastable to [b, heads, s, length+s]."""
+        allowed: bool attention mask broadcastable to [b, heads, s, length+s]; for a
+        decode step (s = 1, repeat = 1) the additive bias of `_decode_bias` instead."""
         inner = self.base.model
         hidden = F.embedding(ids, inner.embed_tokens.weight)  # [b, s, H]
         cos, sin = inner.rotary_emb(hidden, positions)  # [b, s, D] each
