@@ -190,3 +190,16 @@ def test_buffer_grows_past_its_first_allocation():
     assert fast.valid.shape[1] > first_capacity
     torch.testing.assert_close(logits[0], _reference_next_logits(model, sequence),
                                rtol=1e-4, atol=1e-4)
+
+
+def test_rms_norm_is_transformers_value_for_value():
+    """The decode forward's RMSNorm (fewer dispatches) equals LlamaRMSNorm exactly."""
+    model = _llama()
+    fast = FastLlama(model)
+    norm = model.model.layers[0].input_layernorm
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        norm.weight.normal_(generator=generator)
+        for scale in (1e-3, 1.0, 50.0):
+            hidden = torch.randn(3, 5, SMALL["hidden_size"], generator=generator) * scale
+            assert torch.equal(fast._rms_norm(hidden, norm.weight), norm(hidden))

@@ -39,3 +39,37 @@ def test_seeded_draws_repeat():
     probs = torch.softmax(torch.randn(3, 1000, generator=torch.Generator().manual_seed(2)), -1)
     first = sample_tokens(probs, torch.Generator().manual_seed(5))
     assert torch.equal(first, sample_tokens(probs, torch.Generator().manual_seed(5)))
+
+
+def _single_running_sum(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """The one-level inversion: a float64 running sum over the whole row."""
+    cdf = probs.double().cumsum(-1)  # [B, V]
+    u = torch.rand((probs.shape[0], 1), generator=generator, dtype=torch.float64) * cdf[:, -1:]
+    return torch.searchsorted(cdf, u, right=True)[:, 0]
+
+
+def test_two_level_draw_equals_one_running_sum():
+    """Blocks, a short last block (vocab not a multiple of the block) and zero-mass
+    stretches: the two-level draw picks the token a single running sum picks."""
+    generator = torch.Generator().manual_seed(3)
+    for vocab in (7, 256, 1000, 49152):
+        for trial in range(20):
+            logits = torch.randn(8, vocab, generator=generator) * (1 + trial % 5)
+            if trial % 2:  # a filtered distribution: many tokens with zero mass
+                logits[torch.rand(8, vocab, generator=generator) < 0.7] = float("-inf")
+                logits[:, 0] = 0.0  # every row keeps some mass
+            probs = torch.softmax(logits, -1)
+            seed = 100 * vocab + trial
+            drawn = sample_tokens(probs, torch.Generator().manual_seed(seed))
+            assert torch.equal(drawn, _single_running_sum(probs, torch.Generator().manual_seed(seed)))
+            assert (probs.gather(1, drawn[:, None]) > 0).all()
+
+
+def test_mass_only_in_the_short_last_block():
+    probs = torch.zeros(2, 300)  # blocks of 256: tokens 256..299 form the short last block
+    probs[0, 299] = 1.0
+    probs[1, 260], probs[1, 3] = 0.5, 0.5
+    generator = torch.Generator().manual_seed(0)
+    tokens = torch.stack([sample_tokens(probs, generator) for _ in range(100)])  # [100, 2]
+    assert (tokens[:, 0] == 299).all()
+    assert set(tokens[:, 1].tolist()) == {3, 260}

@@ -10,8 +10,9 @@ with fewer, larger operations over the model's own weights:
   - the weights are snapshots in oneDNN's blocked layout (rlvr.rollout.decode_linear),
     streamed 2-3x faster than MKL's;
   - keys and values go into a buffer allocated once for the whole completion length;
-  - one grouped-query attention call per layer without repeating keys and values: the
-    query heads that share a key/value head are treated as that head's query rows.
+  - grouped-query attention without repeating keys and values: the query heads that
+    share a key/value head are treated as that head's query rows (at decode, two
+    batched GEMMs and a softmax, the mask added as a bias inside the first GEMM).
 The math is the transformers forward's (same RMSNorm, rotary embedding module, scaling
 and activation), float32 throughout on CPU; tests compare logits and sampled
 log-probabilities against it. Snapshots are rebuilt when any parameter changed (torch
@@ -120,6 +121,10 @@ class FastLlama:
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
         self.intermediate = config.intermediate_size
         self.eps = self.base.model.norm.variance_epsilon
+        # RMSNorm's divisor and epsilon as 0-dim tensors: an in-place op with a Python
+        # scalar pays a dtype conversion of the wrapped scalar on every call.
+        self._width = torch.tensor(float(config.hidden_size))
+        self._eps = torch.tensor(self.eps, dtype=torch.float32)
         self.scale = self.base.model.layers[0].self_attn.scaling
         self._layers: list[_Layer] | None = None
         self._head: DecodeLinear | None = None
@@ -214,10 +219,18 @@ class FastLlama:
         if self.capture is not None:
             self.capture.begin_step(self.row_ids, self.length - self.prompt_columns)
         self.valid[:, self.length] = alive
-        mask = self.valid[:, None, None, :self.length + 1]  # [b, 1, 1, L]
-        hidden = self._forward(token[:, None], self.next_pos, mask, 1)  # [b, 1, H]
+        hidden = self._forward(token[:, None], self.next_pos, self._decode_bias(), 1)  # [b, 1, H]
         self.next_pos = self.next_pos + 1
         return self._logits(hidden[:, -1])  # [b, V]
+
+    def _decode_bias(self) -> torch.Tensor:
+        """The decode step's attention mask as an additive bias [b*kv, 1, L] (0 where a
+        column is visible, -inf where not), one row per (row, key/value head): the
+        layout `_attention` adds to its scores in the same GEMM call."""
+        visible = self.valid[:, None, :self.length + 1]  # [b, 1, L]
+        bias = torch.zeros(visible.shape, dtype=self._dtype(), device=visible.device)
+        bias.masked_fill_(~visible, float("-inf"))
+        return bias.repeat_interleave(self.kv_heads, 0)  # [b*kv, 1, L]
 
     def _grow(self) -> None:
         """Double the key/value buffers' column capacity (copying what they hold)."""
@@ -240,11 +253,12 @@ class FastLlama:
                  repeat: int) -> torch.Tensor:
         """Run ids [b, s] at positions [b, s] through every layer, writing keys/values at
         columns length .. length+s (each row repeated `repeat` times in the buffer).
-        allowed: bool attention mask broadcastable to [b, heads, s, length+s]."""
+        allowed: bool attention mask broadcastable to [b, heads, s, length+s]; for a
+        decode step (s = 1, repeat = 1) the additive bias of `_decode_bias` instead."""
         inner = self.base.model
         hidden = F.embedding(ids, inner.embed_tokens.weight)  # [b, s, H]
         cos, sin = inner.rotary_emb(hidden, positions)  # [b, s, D] each
-        cos, sin = cos[:, :, None], sin[:, :, None]  # [b, s, 1, D]
+        cos, sin = cos[:, :, None], _signed_sin(sin)[:, :, None]  # [b, s, 1, D]
         start, stop = self.length, self.length + ids.shape[1]
         layers = self._layers if self.capture is None else self._recorded_layers()
         for index, layer in enumerate(layers):
@@ -265,6 +279,9 @@ class FastLlama:
         b, s, _ = normed.shape
         h, kv, d = self.heads, self.kv_heads, self.head_dim
         qkv = layer.qkv(normed).view(b, s, h + 2 * kv, d)  # [b, s, h+2kv, D]
+        if s == 1 and repeat == 1:
+            return self._decode_attention(qkv[:, 0], cos[:, 0], sin[:, 0], keys, values,
+                                          allowed, start)
         qk = _rotate(qkv[:, :, :h + kv], cos, sin)  # [b, s, h+kv, D]
         q = qk[:, :, :h].transpose(1, 2)  # [b, h, s, D]
         k = qk[:, :, h:].transpose(1, 2)  # [b, kv, s, D]
@@ -273,22 +290,49 @@ class FastLlama:
             k, v = k.repeat_interleave(repeat, 0), v.repeat_interleave(repeat, 0)
         keys[:, :, start:stop] = k
         values[:, :, start:stop] = v
-        if s == 1 and repeat == 1:
-            # A decode step: the h // kv query heads of each key/value head become that
-            # head's rows, so no key or value is repeated.
-            q = q.reshape(b, kv, h // kv, d)  # [b, kv, g, D]
-            out = F.scaled_dot_product_attention(q, keys[:, :, :stop], values[:, :, :stop],
-                                                 attn_mask=allowed, scale=self.scale)
-            return out.reshape(b, 1, h * d)  # [b, 1, h*D]: head-major, as transformers lays it
         # A prefill holds each prompt's keys `repeat` times: attend within the b prompts.
         k, v = keys[::repeat, :, :stop], values[::repeat, :, :stop]  # [b, kv, L, D]
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=self.scale,
                                              enable_gqa=kv != h)  # [b, h, s, D]
         return out.transpose(1, 2).reshape(b, s, h * d)
 
+    def _decode_attention(self, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                          keys: torch.Tensor, values: torch.Tensor, bias: torch.Tensor,
+                          column: int) -> torch.Tensor:
+        """One new token per row: qkv [b, h+2kv, D], cos/sin [b, 1, D], bias [b*kv, 1, L]
+        (from `_decode_bias`). Writes the row's key and value at `column` and returns
+        the attention output [b, 1, h*D].
+
+        Plain batched GEMMs rather than SDPA: for g = h/kv query rows per key/value head
+        and a few hundred keys, SDPA's flash kernel and its bool-mask conversion took
+        1.2-1.3x the time of these three calls (SmolLM2, 8 rows, profiled; both are
+        mostly reading the keys and values from memory). The g query heads that share a
+        key/value head are that head's rows, so no key or value is repeated."""
+        b = qkv.shape[0]
+        h, kv, d = self.heads, self.kv_heads, self.head_dim
+        length = column + 1
+        swapped = _swap_halves(qkv[:, :h + kv])  # [b, h+kv, D]
+        q = qkv[:, :h] * cos  # [b, h, D], contiguous: its (row, kv head) blocks are views
+        q.addcmul_(swapped[:, :h], sin)
+        new_keys = keys[:, :, column]  # [b, kv, D], rotated in place in the buffer
+        torch.mul(qkv[:, h:h + kv], cos, out=new_keys)
+        new_keys.addcmul_(swapped[:, h:], sin)
+        values[:, :, column] = qkv[:, h + kv:]
+        q = q.view(b * kv, h // kv, d)  # [b*kv, g, D]
+        k = keys[:, :, :length].flatten(0, 1)  # [b*kv, L, D]
+        v = values[:, :, :length].flatten(0, 1)  # [b*kv, L, D]
+        scores = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=self.scale)  # [b*kv, g, L]
+        out = torch.bmm(torch.softmax(scores, -1), v)  # [b*kv, g, D]
+        return out.view(b, 1, h * d)  # head-major, as transformers lays it
+
     def _rms_norm(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        variance = hidden.pow(2).mean(-1, keepdim=True)  # [b, s, 1]
-        return weight * (hidden * torch.rsqrt(variance + self.eps))
+        """transformers' LlamaRMSNorm, value for value (x*x is pow(x, 2) exactly and
+        mean is sum / width), in fewer dispatches: `pow`, `mean` and a Python-scalar
+        add each pay a dtype conversion; the in-place tail saves allocations.
+        (`F.rms_norm` is no help here: on CPU it is the same composite.)"""
+        square_sum = (hidden * hidden).sum(-1, keepdim=True)  # [b, s, 1]
+        inverse_rms = square_sum.div_(self._width).add_(self._eps).rsqrt_()
+        return weight * (hidden * inverse_rms)
 
     def _logits(self, last: torch.Tensor) -> torch.Tensor:
         logits = self._head(self._rms_norm(last, self.base.model.norm.weight))  # [b, V]
@@ -319,9 +363,21 @@ class _Recorded:
         return out
 
 
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding on x [b, s, heads, D] with cos/sin [b, s, 1, D] (the half-split
-    convention of transformers' Llama: rotate_half(x) = cat(-x2, x1))."""
+def _signed_sin(sin: torch.Tensor) -> torch.Tensor:
+    """sin [.., D] with its first half negated: rotate_half(x) * sin equals
+    _swap_halves(x) * _signed_sin(sin), one pass fewer per rotation."""
+    half = sin.shape[-1] // 2
+    return torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
+
+
+def _swap_halves(x: torch.Tensor) -> torch.Tensor:
+    """cat(x2, x1) of x [.., D] = [x1, x2], as a new contiguous tensor (one flip)."""
     half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * cos + rotated * sin
+    return x.unflatten(-1, (2, half)).flip(-2).flatten(-2)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding on x [b, s, heads, D] with cos and signed sin [b, s, 1, D]
+    (`_signed_sin`): transformers' Llama half-split convention, x * cos +
+    rotate_half(x) * sin with rotate_half(x) = cat(-x2, x1)."""
+    return (x * cos).addcmul_(_swap_halves(x), sin)

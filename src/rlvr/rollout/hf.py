@@ -163,10 +163,15 @@ class HFRolloutEngine:
         filtering [b] (None for greedy)."""
         if params.temperature <= 0:
             return logits.argmax(-1), None
-        scaled = logits / params.temperature  # [b, V]
+        scaled = logits if params.temperature == 1 else logits / params.temperature  # [b, V]
+        probs = torch.softmax(scaled, -1)  # [b, V]
         filtered = filter_logits(scaled, params.top_k, params.top_p)
-        token = sample_tokens(torch.softmax(filtered, -1), generator)
-        return token, torch.log_softmax(scaled, -1).gather(1, token[:, None])[:, 0]
+        token = sample_tokens(probs if filtered is scaled else torch.softmax(filtered, -1),
+                              generator)  # [b]
+        # log of the chosen probability rather than a second full-vocabulary pass
+        # (log_softmax): equal to float32 rounding, and finite, since a token drawn
+        # has a nonzero probability.
+        return token, probs.gather(1, token[:, None])[:, 0].log()
 
     def _completions(self, rows, tokens, logprobs, lengths, reasons,
                      params: SamplingParams) -> list[Completion]:
