@@ -1,0 +1,87 @@
+"""The GEMMs of one decode step, streamed: rlvr's native kernel vs oneDNN vs `F.linear`.
+
+One "step" multiplies x [rows, in] by every weight matrix of SmolLM2-135M-Instruct once,
+in model order (per layer: fused qkv 960x576, o 576x576, fused gate_up 3072x576, down
+576x1536; then lm_head 49152x576): ~540 MB of distinct float32 weights, far more than
+the caches, so every step streams all of them from memory as a real decode step does.
+Random weights of the real shapes (the speed does not depend on the values). Each path
+holds its own copy in its own layout, built the way `DecodeLinear` builds it (the time
+to build a snapshot is reported too). Rounds alternate the paths; the table gives the
+median ms per step, the weight bytes streamed per second, and the ratio to oneDNN. A
+prefill-sized call (--prefill-rows) is timed the same way, since `DecodeLinear` sends
+those rows to `F.linear` on the native path's row-major copy.
+
+    python benchmarks/bench_decode_gemm.py [--rows 8] [--rounds 7] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from rlvr.rollout import native_gemm
+from rlvr.rollout.decode_linear import DecodeLinear, onednn_available
+
+HIDDEN, INTERMEDIATE, VOCAB, LAYERS = 576, 1536, 49152, 30
+SHAPES = [(960, HIDDEN), (HIDDEN, HIDDEN), (2 * INTERMEDIATE, HIDDEN),
+          (HIDDEN, INTERMEDIATE)] * LAYERS + [(VOCAB, HIDDEN)]  # (out, in), model order
+
+
+def build(weights: list[torch.Tensor], **path: bool) -> tuple[list[DecodeLinear], float]:
+    start = time.perf_counter()
+    layers = [DecodeLinear(w, **path) for w in weights]
+    return layers, time.perf_counter() - start
+
+
+def one_step(layers: list[DecodeLinear], inputs: dict[int, torch.Tensor]) -> float:
+    start = time.perf_counter()
+    for layer, (_, width) in zip(layers, SHAPES):
+        layer(inputs[width])
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=8, help="decode rows (samples) per call")
+    parser.add_argument("--prefill-rows", type=int, default=96)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    if native_gemm.load() is None:
+        raise SystemExit("the native kernel did not build here (no C compiler, or "
+                         "RLVR_NATIVE_KERNELS=0); nothing to compare")
+    generator = torch.Generator().manual_seed(0)
+    weights = [torch.randn(shape, generator=generator) / shape[1] ** 0.5 for shape in SHAPES]
+    gigabytes = sum(w.numel() for w in weights) * 4 / 1e9
+    paths = {"native": dict(use_native=True), "F.linear": dict(use_onednn=False)}
+    if onednn_available():
+        paths["oneDNN"] = dict(use_onednn=True)
+    built = {name: build(weights, **path) for name, path in paths.items()}
+    del weights  # each path keeps its own copy; the sources are not needed any more
+    print(f"{len(SHAPES)} matrices, {gigabytes * 1e3:.0f} MB of float32 weights, "
+          f"threads={args.threads}, rounds={args.rounds}")
+    for rows in (args.rows, args.prefill_rows):
+        inputs = {w: torch.randn(rows, w, generator=generator) for w in (HIDDEN, INTERMEDIATE)}
+        times: dict[str, list[float]] = {name: [] for name in built}
+        for name, (layers, _) in built.items():  # warm-up (first calls, page faults)
+            one_step(layers, inputs)
+        for _ in range(args.rounds):
+            for name, (layers, _) in built.items():
+                times[name].append(one_step(layers, inputs))
+        peer = statistics.median(times.get("oneDNN", times["F.linear"]))
+        print(f"\nrows={rows} ({'a decode step' if rows == args.rows else 'a prefill'})")
+        print(f"{'path':10s} {'ms/step':>9s} {'GB/s':>7s} {'vs peer':>8s} {'build ms':>9s}")
+        for name, (_, build_seconds) in built.items():
+            median = statistics.median(times[name])
+            print(f"{name:10s} {median * 1e3:9.1f} {gigabytes / median:7.1f} "
+                  f"{peer / median:7.2f}x {build_seconds * 1e3:9.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
