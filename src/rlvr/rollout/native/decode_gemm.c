@@ -21,6 +21,9 @@
 #endif
 
 #define MAX_R 8 /* rows of x per tile */
+#ifndef DYNAMIC_GROUPS
+#define DYNAMIC_GROUPS 0
+#endif
 
 /* Bytes of x one tile may read per pass before it no longer fits in L1 beside w's
  * rows (32 KB L1d on the CPUs this targets); larger K takes fewer rows per tile. */
@@ -36,6 +39,9 @@ static const int COLUMNS_FOR_ROWS[MAX_R + 1] = {0, 8, 4, 3, 3, 2, 2, 1, 1};
 
 #ifndef PREFETCH_FLOATS
 #define PREFETCH_FLOATS 256 /* how far ahead along a row of w to prefetch */
+#endif
+#ifndef PREFETCH_HINT
+#define PREFETCH_HINT _MM_HINT_T0
 #endif
 
 /* The 8 horizontal sums of a[0..8) as one vector: [sum(a[0]), ..., sum(a[7])]. */
@@ -61,7 +67,9 @@ static inline __attribute__((always_inline)) void tile(
         __m256 wv[8];
 #pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
-            if (prefetch) _mm_prefetch((const char *)(w + c * K + k + PREFETCH_FLOATS), _MM_HINT_T0);
+#if PREFETCH_FLOATS > 0
+            if (prefetch) _mm_prefetch((const char *)(w + c * K + k + PREFETCH_FLOATS), PREFETCH_HINT);
+#endif
             wv[c] = _mm256_loadu_ps(w + c * K + k);
         }
 #pragma GCC unroll 8
@@ -164,9 +172,19 @@ void rlvr_decode_gemm(const float *x, ptrdiff_t ldx, const float *w, const float
     {
         const int t = 0, nt = 1;
 #endif
+#if DYNAMIC_GROUPS > 0
+        (void)t; (void)nt;
+#pragma omp for schedule(dynamic, 1)
+        for (ptrdiff_t g0 = 0; g0 < groups; g0 += DYNAMIC_GROUPS) {
+            const ptrdiff_t g1 = g0 + DYNAMIC_GROUPS < groups ? g0 + DYNAMIC_GROUPS : groups;
+            const ptrdiff_t n0 = g0 * cols, n1 = g1 * cols < N ? g1 * cols : N;
+            columns(x, ldx, w, bias, y, ldy, M, K, n0, n1, rows, cols);
+        }
+#else
         const ptrdiff_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
         const ptrdiff_t n0 = g0 * cols, n1 = g1 * cols < N ? g1 * cols : N;
         if (n0 < n1) columns(x, ldx, w, bias, y, ldy, M, K, n0, n1, rows, cols);
+#endif
     }
 }
 
