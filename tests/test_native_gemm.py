@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from rlvr.rollout import native_gemm
-from rlvr.rollout.decode_linear import DecodeLinear
+from rlvr.rollout.decode_linear import DecodeLinear, fused
 
 pytestmark = pytest.mark.skipif(native_gemm.compiler() is None,
                                 reason="no C compiler on PATH to build the native kernel")
@@ -92,6 +92,18 @@ def test_snapshot_ignores_later_source_updates(library):
     x = torch.randn(4, 16)
     weight.add_(1.0)
     torch.testing.assert_close(layer(x), x @ (weight - 1.0).T, rtol=1e-5, atol=1e-5)
+
+
+def test_fused_weight_is_taken_over_and_others_are_copied(library):
+    first, second = torch.randn(5, 8), torch.randn(3, 8)
+    weight = fused(first, second)
+    layer = DecodeLinear(weight)
+    assert layer.weight.data_ptr() == weight.data_ptr()  # no second copy of a fresh tensor
+    again = DecodeLinear(weight)  # the same tensor handed over twice: the second copies
+    assert again.weight.data_ptr() != weight.data_ptr()
+    assert DecodeLinear(first).weight.data_ptr() != first.data_ptr()
+    x = torch.randn(2, 8)
+    torch.testing.assert_close(layer(x), x @ torch.cat([first, second]).T, rtol=1e-5, atol=1e-5)
 
 
 def test_failed_build_falls_back_with_a_debug_log(monkeypatch, tmp_path, caplog):

@@ -19,12 +19,16 @@ are in benchmarks/RESULTS.md (bench_decode_gemm.py, bench_rollout.py).
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 import torch.nn.functional as F
 
 from rlvr.rollout import native_gemm
 
 _ROWS_HINT = 8  # rows per call the blocked layout is tuned for (a decode batch)
+# Tensors `fused` made that no caller can have changed: a DecodeLinear keeps them as is.
+_FRESH: weakref.WeakValueDictionary[int, torch.Tensor] = weakref.WeakValueDictionary()
 
 
 def onednn_available() -> bool:
@@ -36,14 +40,16 @@ def onednn_available() -> bool:
 class DecodeLinear:
     """y = x @ weight.T + bias for x [..., in] (no autograd; inference only).
 
-    weight [out, in] and bias [out] are copied (reordered for oneDNN), so later in-place
-    updates of the source parameters do not reach this snapshot. By default the native
+    weight [out, in] and bias [out] are copied (reordered for oneDNN; a weight `fused`
+    just made is taken over as is), so later in-place updates of the source parameters
+    do not reach this snapshot. By default the native
     kernel is used when it loads, else oneDNN when available, else `F.linear`;
     `use_native` / `use_onednn` force a path (True) or rule it out (False).
     """
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
                  use_onednn: bool | None = None, use_native: bool | None = None) -> None:
+        made_by_fused = _FRESH.pop(id(weight), None) is weight
         weight = weight.detach()
         cpu_float = weight.device.type == "cpu" and weight.dtype == torch.float32
         # The default is the native kernel when it loads; asked for by name, it must load.
@@ -56,16 +62,20 @@ class DecodeLinear:
         if use_onednn is None:
             use_onednn = self.native is None and cpu_float and onednn_available()
         self.onednn = self.native is None and use_onednn
-        self.bias = None if bias is None else bias.detach().clone(memory_format=torch.contiguous_format)
+        self.bias = (None if bias is None
+                     else bias.detach().clone(memory_format=torch.contiguous_format))
         if self.onednn:
             self.weight = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), _ROWS_HINT)
+        elif made_by_fused and weight.is_contiguous():
+            self.weight = weight  # [out, in], made by `fused` for this layer alone
         else:
             self.weight = weight.clone(memory_format=torch.contiguous_format)  # [out, in]
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.native is not None:
             rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
-            if 0 < rows <= native_gemm.MAX_ROWS and x.dtype == torch.float32 and x.device.type == "cpu":
+            if (0 < rows <= native_gemm.MAX_ROWS and x.dtype == torch.float32
+                    and x.device.type == "cpu"):
                 y = native_gemm.decode_linear(self.native, x.reshape(rows, x.shape[-1]),
                                               self.weight, self.bias)  # [rows, out]
                 return y.view(*x.shape[:-1], y.shape[-1])
@@ -76,8 +86,12 @@ class DecodeLinear:
 
 def fused(*weights: torch.Tensor) -> torch.Tensor:
     """Concatenate weights [out_i, in] along the output dimension: one GEMM computes
-    several projections of the same input (q, k, v; gate, up)."""
-    return torch.cat([w.detach() for w in weights], dim=0)  # [sum(out_i), in]
+    several projections of the same input (q, k, v; gate, up). The result is a new
+    tensor meant for one `DecodeLinear`, which takes it over instead of copying it again
+    (a snapshot is rebuilt every RL step; the copy would be a third of its cost)."""
+    weight = torch.cat([w.detach() for w in weights], dim=0)  # [sum(out_i), in]
+    _FRESH[id(weight)] = weight
+    return weight
 
 
 def fused_bias(*biases: torch.Tensor | None) -> torch.Tensor | None:
