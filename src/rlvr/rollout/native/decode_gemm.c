@@ -21,14 +21,11 @@
 #endif
 
 #define MAX_R 8 /* rows of x per tile */
-#ifndef DYNAMIC_GROUPS
-#define DYNAMIC_GROUPS 0
-#endif
 
 /* Bytes of x one tile may read per pass before it no longer fits in L1 beside w's
  * rows (32 KB L1d on the CPUs this targets); larger K takes fewer rows per tile. */
 #ifndef X_TILE_BYTES
-#define X_TILE_BYTES 20480
+#define X_TILE_BYTES 24576
 #endif
 
 /* Rows of w per tile for R rows of x: at least 8 accumulators where possible. */
@@ -38,7 +35,10 @@ static const int COLUMNS_FOR_ROWS[MAX_R + 1] = {0, 8, 4, 3, 3, 2, 2, 1, 1};
 #include <immintrin.h>
 
 #ifndef PREFETCH_FLOATS
-#define PREFETCH_FLOATS 256 /* how far ahead along a row of w to prefetch */
+/* How far ahead along a row of w to prefetch into L1: 2 KB, beyond where the hardware
+ * prefetcher has the lines in flight (measured: 256-1024 floats within noise, none or
+ * a hint to L2 only slower; bench_decode_gemm.py). */
+#define PREFETCH_FLOATS 512
 #endif
 #ifndef PREFETCH_HINT
 #define PREFETCH_HINT _MM_HINT_T0
@@ -157,9 +157,10 @@ static void columns(const float *x, ptrdiff_t ldx, const float *w, const float *
 }
 
 /* y [M, ldy >= N] = x [M, ldx >= K] @ w[N, K]^T + bias[N] (bias may be NULL), on
- * `threads` OpenMP threads. w must be contiguous row-major; M >= 1, K >= 1. */
+ * `threads` OpenMP threads. w must be contiguous row-major. */
 void rlvr_decode_gemm(const float *x, ptrdiff_t ldx, const float *w, const float *bias,
                       float *y, ptrdiff_t ldy, int M, ptrdiff_t N, ptrdiff_t K, int threads) {
+    if (M < 1 || N < 1 || K < 1) return; /* empty products: the caller handles them */
     const int rows = rows_per_tile(M, K), cols = COLUMNS_FOR_ROWS[rows];
     const ptrdiff_t groups = (N + cols - 1) / cols;
     if (threads < 1) threads = 1;
@@ -172,19 +173,9 @@ void rlvr_decode_gemm(const float *x, ptrdiff_t ldx, const float *w, const float
     {
         const int t = 0, nt = 1;
 #endif
-#if DYNAMIC_GROUPS > 0
-        (void)t; (void)nt;
-#pragma omp for schedule(dynamic, 1)
-        for (ptrdiff_t g0 = 0; g0 < groups; g0 += DYNAMIC_GROUPS) {
-            const ptrdiff_t g1 = g0 + DYNAMIC_GROUPS < groups ? g0 + DYNAMIC_GROUPS : groups;
-            const ptrdiff_t n0 = g0 * cols, n1 = g1 * cols < N ? g1 * cols : N;
-            columns(x, ldx, w, bias, y, ldy, M, K, n0, n1, rows, cols);
-        }
-#else
         const ptrdiff_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
         const ptrdiff_t n0 = g0 * cols, n1 = g1 * cols < N ? g1 * cols : N;
         if (n0 < n1) columns(x, ldx, w, bias, y, ldy, M, K, n0, n1, rows, cols);
-#endif
     }
 }
 
