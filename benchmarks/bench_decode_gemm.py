@@ -8,8 +8,8 @@ Random weights of the real shapes (the speed does not depend on the values). Eac
 holds its own copy in its own layout, built the way `DecodeLinear` builds it (the time
 to build a snapshot is reported too). Rounds alternate the paths; the table gives the
 median ms per step, the weight bytes streamed per second, and the ratio to oneDNN. A
-prefill-sized call (--prefill-rows) is timed the same way, since `DecodeLinear` sends
-those rows to `F.linear` on the native path's row-major copy.
+prefill-sized call (--prefill-rows) is timed the same way: `DecodeLinear` sends those
+rows to oneDNN on the native path's plain row-major copy.
 
 With --model (anything rlvr.models.resolve_model takes), also the whole decode on that
 model through rlvr's decode forward (FastLlama), native vs oneDNN GEMMs in alternating
@@ -107,7 +107,8 @@ def compare_gemms(args: argparse.Namespace) -> None:
     generator = torch.Generator().manual_seed(0)
     weights = [torch.randn(shape, generator=generator) / shape[1] ** 0.5 for shape in SHAPES]
     gigabytes = sum(w.numel() for w in weights) * 4 / 1e9
-    paths = {"native": dict(use_native=True), "F.linear": dict(use_onednn=False)}
+    paths = {"native": dict(use_native=True),
+             "F.linear": dict(use_onednn=False, use_native=False)}
     if onednn_available():
         paths["oneDNN"] = dict(use_onednn=True)
     built = {name: build(weights, **path) for name, path in paths.items()}

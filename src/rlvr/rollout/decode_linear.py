@@ -4,8 +4,8 @@ Decoding multiplies a few rows (the live samples) by every weight matrix once pe
 token, so it is bound by how fast the GEMM streams the weights. Three paths, best first:
   - rlvr's native decode GEMM (rlvr.rollout.native_gemm, compiled on first use) for calls
     of up to `native_gemm.MAX_ROWS` rows, on the weight in its plain row-major layout;
-    calls with more rows (a prompt prefill) go to `F.linear` on that same copy, so the
-    snapshot holds the weights once and building it is one copy;
+    calls with more rows (a prompt prefill) go to oneDNN (else `F.linear`) on that same
+    plain copy, so the snapshot holds the weights once and building it is one copy;
   - where the kernel cannot be built: oneDNN with the weight reordered once into its
     blocked layout (`torch.ops.mkldnn._linear_pointwise` on a weight from
     `torch.ops.mkldnn._reorder_linear_weight`, the ops torch's compiled CPU inference
@@ -61,7 +61,10 @@ class DecodeLinear:
                                "debug log of rlvr.rollout.native_gemm says what failed)")
         if use_onednn is None:
             use_onednn = self.native is None and cpu_float and onednn_available()
-        self.onednn = self.native is None and use_onednn
+        self.onednn = self.native is None and use_onednn  # weight in oneDNN's blocked layout
+        # oneDNN also takes the plain row-major weight, and for prefill-sized calls (~100
+        # rows) runs ~1.5x faster than MKL's F.linear on it (bench_decode_gemm.py).
+        self.onednn_call = self.onednn or (self.native is not None and onednn_available())
         self.bias = (None if bias is None
                      else bias.detach().clone(memory_format=torch.contiguous_format))
         if self.onednn:
@@ -79,7 +82,7 @@ class DecodeLinear:
                 y = native_gemm.decode_linear(self.native, x.reshape(rows, x.shape[-1]),
                                               self.weight, self.bias)  # [rows, out]
                 return y.view(*x.shape[:-1], y.shape[-1])
-        elif self.onednn:
+        if self.onednn_call:
             return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
         return F.linear(x, self.weight, self.bias)
 
