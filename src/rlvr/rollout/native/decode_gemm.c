@@ -28,7 +28,9 @@
 #define X_TILE_BYTES 24576
 #endif
 
-/* Rows of w per tile for R rows of x: at least 8 accumulators where possible. */
+/* Rows of w per tile for R rows of x: at least 8 accumulators where possible. It never
+ * grows with R, so a last, shorter block of rows takes the columns of the first block
+ * (tile_any has every R x C with C <= COLUMNS_FOR_ROWS[R]). */
 static const int COLUMNS_FOR_ROWS[MAX_R + 1] = {0, 8, 4, 3, 3, 2, 2, 1, 1};
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -101,7 +103,7 @@ static inline __attribute__((always_inline)) void tile(
 }
 
 /* Dispatch to a tile with compile-time R and C, so its accumulators live in registers.
- * C may be below COLUMNS_FOR_ROWS[R] for the last rows of w in a range. */
+ * C is at most COLUMNS_FOR_ROWS[R] (below it for the last rows of w in a range). */
 static void tile_any(int R, int C, const float *x, ptrdiff_t ldx, const float *w, ptrdiff_t K,
                      float *y, ptrdiff_t ldy, const float *bias, int prefetch) {
 #define TILE(r, c) case (r) * 16 + (c): tile(r, c, x, ldx, w, K, y, ldy, bias, prefetch); break;
@@ -150,8 +152,8 @@ static void columns(const float *x, ptrdiff_t ldx, const float *w, const float *
         const int C = n1 - n < cols ? (int)(n1 - n) : cols;
         for (int m = 0; m < M; m += rows) {
             const int R = M - m < rows ? M - m : rows;
-            tile_any(R, C < COLUMNS_FOR_ROWS[R] ? C : COLUMNS_FOR_ROWS[R], x + m * ldx, ldx,
-                     w + n * K, K, y + m * ldy + n, ldy, bias ? bias + n : NULL, m == 0);
+            tile_any(R, C, x + m * ldx, ldx, w + n * K, K, y + m * ldy + n, ldy,
+                     bias ? bias + n : NULL, m == 0);
         }
     }
 }
