@@ -5,9 +5,10 @@
  * its own row-major [N, K] layout, so there is no packed copy to build or keep: a tile
  * holds R rows of x against C rows of w, each accumulator a vector of 8 partial sums
  * along k, reduced horizontally once per tile. Per 8 values of k a tile loads C vectors
- * of w and R vectors of x (x stays in L1) for R*C fused multiply-adds. R*C >= 8 keeps
- * both FMA pipes busy through the FMA latency; R*C <= 12 keeps the tile in the 16 ymm
- * registers. When x has more rows than one tile takes, the next rows reuse the same C
+ * of w and R vectors of x (from L1: R is capped so R rows of x fit, X_TILE_BYTES) for
+ * R*C fused multiply-adds. R*C >= 8 keeps both FMA pipes busy through the FMA latency;
+ * R*C <= 12 keeps the tile in the 16 ymm registers. At 8 rows and K = 576 the 8x1 tile
+ * streamed fastest of 8x1, 6x2, 4x3, 4x2 and 2x4 (benchmarks/RESULTS.md). When x has more rows than one tile takes, the next rows reuse the same C
  * rows of w from L1, so memory delivers every weight once per call. Threads split the
  * output columns n into contiguous ranges (each thread streams its part of w in order).
  *
@@ -15,7 +16,6 @@
  * the plain C loop at the end computes the same sums.
  */
 #include <stddef.h>
-#include <stdint.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -37,9 +37,9 @@ static const int COLUMNS_FOR_ROWS[MAX_R + 1] = {0, 8, 4, 3, 3, 2, 2, 1, 1};
 #include <immintrin.h>
 
 #ifndef PREFETCH_FLOATS
-/* How far ahead along a row of w to prefetch into L1: 2 KB, beyond where the hardware
- * prefetcher has the lines in flight (measured: 256-1024 floats within noise, none or
- * a hint to L2 only slower; bench_decode_gemm.py). */
+/* How far ahead along a row of w to prefetch into L1: 2 KB, ahead of the lines the
+ * hardware prefetcher has in flight (measured: the best of none / 1 / 2 / 4 KB and an
+ * L2-only hint, by a margin near the noise; benchmarks/RESULTS.md). */
 #define PREFETCH_FLOATS 512
 #endif
 #ifndef PREFETCH_HINT
