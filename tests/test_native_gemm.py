@@ -6,8 +6,11 @@ a failed build falls back silently; the library shares torch's OpenMP runtime.""
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import platform
+import subprocess
 
 import pytest
 import torch
@@ -143,3 +146,20 @@ def test_kernel_shares_torchs_openmp_runtime(library):
     with open("/proc/self/maps") as maps:
         runtimes = {line.split()[-1] for line in maps if "libgomp" in line}
     assert len(runtimes) == 1, f"more than one OpenMP runtime loaded: {runtimes}"
+
+
+def test_plain_c_build_without_avx2_matches(tmp_path):
+    """The portable loop a CPU without AVX2+FMA gets (built here for baseline x86-64 or
+    the compiler's default target) computes the same sums."""
+    target = ["-march=x86-64"] if platform.machine() in ("x86_64", "AMD64") else []
+    library_path = tmp_path / "plain.so"
+    subprocess.run([native_gemm.compiler(), "-O2", *target, "-fopenmp", "-fPIC", "-shared",
+                    "-o", str(library_path), str(native_gemm.SOURCE)], check=True, timeout=300)
+    plain = ctypes.CDLL(str(library_path))
+    assert plain.rlvr_decode_gemm_simd() == 0
+    plain.rlvr_decode_gemm.argtypes = native_gemm.load().rlvr_decode_gemm.argtypes
+    generator = torch.Generator().manual_seed(3)
+    weight, bias = torch.randn(19, 21, generator=generator), torch.randn(19, generator=generator)
+    for rows in (1, 7, 16):
+        x = torch.randn(rows, 21, generator=generator)
+        _assert_float32_close(native_gemm.decode_linear(plain, x, weight, bias), x, weight, bias)
