@@ -1,0 +1,162 @@
+"""The GEMMs of one decode step, streamed: rlvr's native kernel vs oneDNN vs `F.linear`.
+
+One "step" multiplies x [rows, in] by every weight matrix of SmolLM2-135M-Instruct once,
+in model order (per layer: fused qkv 960x576, o 576x576, fused gate_up 3072x576, down
+576x1536; then lm_head 49152x576): ~540 MB of distinct float32 weights, far more than
+the caches, so every step streams all of them from memory as a real decode step does.
+Random weights of the real shapes (the speed does not depend on the values). Each path
+holds its own copy in its own layout, built the way `DecodeLinear` builds it (the time
+to build a snapshot is reported too). Rounds alternate the paths; the table gives the
+median ms per step, the weight bytes streamed per second, and the ratio to oneDNN. A
+prefill-sized call (--prefill-rows) is timed the same way: `DecodeLinear` sends those
+rows to oneDNN on the native path's plain row-major copy.
+
+With --model (anything rlvr.models.resolve_model takes), also the whole decode on that
+model through rlvr's decode forward (FastLlama), native vs oneDNN GEMMs in alternating
+rounds of one process: snapshot build, prefill of a --prompt-tokens prompt, and
+--new decode steps of --rows rows (greedy; the tokens do not change the speed).
+
+    python benchmarks/bench_decode_gemm.py [--rows 8] [--rounds 7] [--threads 2]
+    RLVR_CACHE=/tmp/rlvrcache python benchmarks/bench_decode_gemm.py \
+        --model smollm2-135m-instruct --skip-gemms
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import torch
+
+from rlvr.rollout import native_gemm
+from rlvr.rollout.decode_linear import DecodeLinear, onednn_available
+
+HIDDEN, INTERMEDIATE, VOCAB, LAYERS = 576, 1536, 49152, 30
+SHAPES = [(960, HIDDEN), (HIDDEN, HIDDEN), (2 * INTERMEDIATE, HIDDEN),
+          (HIDDEN, INTERMEDIATE)] * LAYERS + [(VOCAB, HIDDEN)]  # (out, in), model order
+
+
+def build(weights: list[torch.Tensor], **path: bool) -> tuple[list[DecodeLinear], float]:
+    start = time.perf_counter()
+    layers = [DecodeLinear(w, **path) for w in weights]
+    return layers, time.perf_counter() - start
+
+
+def one_step(layers: list[DecodeLinear], inputs: dict[int, torch.Tensor]) -> float:
+    start = time.perf_counter()
+    for layer, (_, width) in zip(layers, SHAPES):
+        layer(inputs[width])
+    return time.perf_counter() - start
+
+
+def time_decode(fast, rows: int, prompt_tokens: int, new: int) -> tuple[float, float, float]:
+    """Seconds to (snapshot the weights, prefill one prompt, decode `new` tokens)."""
+    ids = torch.arange(prompt_tokens)[None] * 7 % 1000 + 100  # [1, P]
+    began = time.perf_counter()
+    fast.release()
+    fast._refresh()
+    built = time.perf_counter()
+    with torch.inference_mode():
+        logits = fast.start(ids, torch.ones_like(ids), torch.arange(prompt_tokens)[None],
+                            rows, new)  # [rows, V]
+        prefilled = time.perf_counter()
+        alive = torch.ones(rows, dtype=torch.bool)
+        for _ in range(new):
+            logits = fast.step(logits.argmax(-1), alive)
+    return built - began, prefilled - built, time.perf_counter() - prefilled
+
+
+def compare_decode(reference: str, args: argparse.Namespace) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from rlvr.models import resolve_model
+    from rlvr.rollout.fast_llama import FastLlama
+
+    model = AutoModelForCausalLM.from_pretrained(resolve_model(reference),
+                                                 dtype=torch.float32).eval()
+    fast = FastLlama(model)
+    switch = {"native": "1", "oneDNN": "0"}  # RLVR_NATIVE_KERNELS: oneDNN is the fallback
+    times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in switch}
+    previous = os.environ.get("RLVR_NATIVE_KERNELS")
+    try:
+        for round_ in range(args.rounds + 1):
+            for name, value in switch.items():
+                os.environ["RLVR_NATIVE_KERNELS"] = value
+                measured = time_decode(fast, args.rows, args.prompt_tokens, args.new)
+                if round_:  # the first round warms up
+                    times[name].append(measured)
+    finally:
+        os.environ.pop("RLVR_NATIVE_KERNELS", None)
+        if previous is not None:
+            os.environ["RLVR_NATIVE_KERNELS"] = previous
+    print(f"\ndecode on {reference}: {args.rows} rows, prompt {args.prompt_tokens} tokens, "
+          f"{args.new} new tokens, threads={args.threads}, rounds={args.rounds} (medians)")
+    print(f"{'GEMMs':8s} {'snapshot ms':>12s} {'prefill ms':>11s} {'ms/token':>9s} "
+          f"{'tokens/s':>9s} {'vs oneDNN':>10s}")
+    peer = statistics.median(t[2] for t in times["oneDNN"])
+    for name, rows in times.items():
+        build, prefill, decode = (statistics.median(column) for column in zip(*rows))
+        print(f"{name:8s} {build * 1e3:12.0f} {prefill * 1e3:11.0f} "
+              f"{decode / args.new * 1e3:9.1f} {args.rows * args.new / decode:9.0f} "
+              f"{peer / decode:9.2f}x")
+
+
+def compare_gemms(args: argparse.Namespace) -> None:
+    generator = torch.Generator().manual_seed(0)
+    weights = [torch.randn(shape, generator=generator) / shape[1] ** 0.5 for shape in SHAPES]
+    gigabytes = sum(w.numel() for w in weights) * 4 / 1e9
+    paths = {"native": dict(use_native=True),
+             "F.linear": dict(use_onednn=False, use_native=False)}
+    if onednn_available():
+        paths["oneDNN"] = dict(use_onednn=True)
+    built = {name: build(weights, **path) for name, path in paths.items()}
+    del weights  # each path keeps its own copy; the sources are not needed any more
+    print(f"{len(SHAPES)} matrices, {gigabytes * 1e3:.0f} MB of float32 weights, "
+          f"threads={args.threads}, rounds={args.rounds}")
+    for rows in (args.rows, args.prefill_rows):
+        inputs = {w: torch.randn(rows, w, generator=generator) for w in (HIDDEN, INTERMEDIATE)}
+        times: dict[str, list[float]] = {name: [] for name in built}
+        for name, (layers, _) in built.items():  # warm-up (first calls, page faults)
+            one_step(layers, inputs)
+        for _ in range(args.rounds):
+            for name, (layers, _) in built.items():
+                times[name].append(one_step(layers, inputs))
+        peer = statistics.median(times.get("oneDNN", times["F.linear"]))
+        print(f"\nrows={rows} ({'a decode step' if rows == args.rows else 'a prefill'})")
+        print(f"{'path':10s} {'ms/step':>9s} {'GB/s':>7s} {'vs peer':>8s} {'best ms':>8s} "
+              f"{'best GB/s':>10s} {'build ms':>9s}")
+        for name, (_, build_seconds) in built.items():
+            median, best = statistics.median(times[name]), min(times[name])
+            print(f"{name:10s} {median * 1e3:9.1f} {gigabytes / median:7.1f} "
+                  f"{peer / median:7.2f}x {best * 1e3:8.1f} {gigabytes / best:10.1f} "
+                  f"{build_seconds * 1e3:9.0f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=8, help="decode rows (samples) per call")
+    parser.add_argument("--prefill-rows", type=int, default=96)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--model", default="", help="also time whole decodes on this model")
+    parser.add_argument("--prompt-tokens", type=int, default=96)
+    parser.add_argument("--new", type=int, default=32)
+    parser.add_argument("--skip-gemms", action="store_true",
+                        help="only the --model decode comparison")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    if native_gemm.load() is None:
+        raise SystemExit("the native kernel did not build here (no C compiler, or "
+                         "RLVR_NATIVE_KERNELS=0); nothing to compare")
+    if not args.skip_gemms:
+        compare_gemms(args)
+    if args.model:
+        compare_decode(args.model, args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
