@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from rlvr.rollout import native_gemm
-from rlvr.rollout.decode_linear import DecodeLinear, fused
+from rlvr.rollout.decode_linear import DecodeLinear, StackedDecodeLinear, fused
 
 pytestmark = pytest.mark.skipif(native_gemm.compiler() is None,
                                 reason="no C compiler on PATH to build the native kernel")
@@ -107,6 +107,49 @@ def test_fused_weight_is_taken_over_and_others_are_copied(library):
     assert DecodeLinear(first).weight.data_ptr() != first.data_ptr()
     x = torch.randn(2, 8)
     torch.testing.assert_close(layer(x), x @ torch.cat([first, second]).T, rtol=1e-5, atol=1e-5)
+
+
+def test_borrowed_weight_is_read_where_it_lives(library):
+    weight, bias = torch.randn(7, 12), torch.randn(7)
+    layer = DecodeLinear(weight, bias, borrow=True)
+    assert layer.weight.data_ptr() == weight.data_ptr()
+    x = torch.randn(3, 12)
+    _assert_float32_close(layer(x), x, weight, bias)
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_stacked_pieces_equal_the_fused_product(library, with_bias):
+    """q|k|v-like pieces written into one output's columns: the fused product, for decode
+    rows (native kernel, weights borrowed) and for a prefill (more rows than the kernel
+    takes), and the same as the fused fallback where the kernel is off."""
+    generator = torch.Generator().manual_seed(3)
+    weights = [torch.randn(n, 40, generator=generator) for n in (24, 8, 8)]
+    biases = [torch.randn(n, generator=generator) if with_bias else None for n in (24, 8, 8)]
+    whole = torch.cat(weights)  # [40, 40]
+    whole_bias = torch.cat(biases) if with_bias else None
+    stacked = StackedDecodeLinear(weights, biases)
+    assert stacked.whole is None
+    assert [p.weight.data_ptr() for p in stacked.pieces] == [w.data_ptr() for w in weights]
+    for rows in (1, 5, native_gemm.MAX_ROWS, native_gemm.MAX_ROWS + 9):
+        x = torch.randn(2, rows, 40, generator=generator)[1]  # a strided row block
+        y = stacked(x)
+        assert y.shape == (rows, 40)
+        _assert_float32_close(y, x, whole, whole_bias)
+
+
+def test_stacked_falls_back_to_one_fused_copy(monkeypatch):
+    monkeypatch.setenv("RLVR_NATIVE_KERNELS", "0")
+    weights = [torch.randn(6, 10), torch.randn(4, 10)]
+    stacked = StackedDecodeLinear(weights, [None, None])
+    assert stacked.whole is not None and not stacked.pieces
+    x = torch.randn(3, 10)
+    torch.testing.assert_close(stacked(x), x @ torch.cat(weights).T, rtol=1e-5, atol=1e-5)
+
+
+def test_output_view_is_checked(library):
+    x, weight = torch.randn(2, 6), torch.randn(4, 6)
+    with pytest.raises(ValueError, match="unit column stride"):
+        native_gemm.decode_linear(library, x, weight, None, out=torch.empty(4, 2).T)
 
 
 def test_failed_build_falls_back_with_a_debug_log(monkeypatch, tmp_path, caplog):

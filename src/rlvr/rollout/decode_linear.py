@@ -45,10 +45,14 @@ class DecodeLinear:
     do not reach this snapshot. By default the native
     kernel is used when it loads, else oneDNN when available, else `F.linear`;
     `use_native` / `use_onednn` force a path (True) or rule it out (False).
+    borrow: on the native and `F.linear` paths, multiply by `weight` where it lives (no
+    copy); the caller promises not to change it while this object is in use (FastLlama
+    rebuilds its layers whenever a parameter's version moved).
     """
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
-                 use_onednn: bool | None = None, use_native: bool | None = None) -> None:
+                 use_onednn: bool | None = None, use_native: bool | None = None,
+                 borrow: bool = False) -> None:
         made_by_fused = _FRESH.pop(id(weight), None) is weight
         weight = weight.detach()
         cpu_float = weight.device.type == "cpu" and weight.dtype == torch.float32
@@ -69,8 +73,8 @@ class DecodeLinear:
                      else bias.detach().clone(memory_format=torch.contiguous_format))
         if self.onednn:
             self.weight = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), _ROWS_HINT)
-        elif made_by_fused and weight.is_contiguous():
-            self.weight = weight  # [out, in], made by `fused` for this layer alone
+        elif (made_by_fused or borrow) and weight.is_contiguous():
+            self.weight = weight  # [out, in]: made by `fused` for this layer alone, or lent
         else:
             self.weight = weight.clone(memory_format=torch.contiguous_format)  # [out, in]
 
@@ -85,6 +89,39 @@ class DecodeLinear:
         if self.onednn_call:
             return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
         return F.linear(x, self.weight, self.bias)
+
+
+class StackedDecodeLinear:
+    """y = x @ cat(weights).T + cat(biases) for projections of one input (q|k|v,
+    gate|up), without concatenating the weights: on the native kernel each piece writes
+    its own columns of one output, reading its weight where it lives (borrowed, as
+    `DecodeLinear(borrow=True)`: a snapshot rebuilt every RL step then copies nothing).
+    Elsewhere, one `DecodeLinear` on the fused copy. Same results either way."""
+
+    def __init__(self, weights: list[torch.Tensor], biases: list[torch.Tensor | None]) -> None:
+        pieces = [w.detach() for w in weights]
+        self.native = (native_gemm.load() if all(native_gemm.usable(w) for w in pieces)
+                       else None)
+        self.whole = None if self.native is not None else DecodeLinear(fused(*pieces),
+                                                                      fused_bias(*biases))
+        self.pieces = [DecodeLinear(w, b, borrow=True) for w, b in zip(pieces, biases)
+                       ] if self.native is not None else []
+        self.widths = [w.shape[0] for w in pieces]
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.whole is not None:
+            return self.whole(x)
+        rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
+        if not 0 < rows <= native_gemm.MAX_ROWS or x.dtype != torch.float32:
+            return torch.cat([piece(x) for piece in self.pieces], dim=-1)  # a prefill
+        flat = x.reshape(rows, x.shape[-1])  # [M, in]
+        y = torch.empty(rows, sum(self.widths), dtype=torch.float32)  # [M, sum(out_i)]
+        start = 0
+        for piece, width in zip(self.pieces, self.widths):
+            native_gemm.decode_linear(self.native, flat, piece.weight, piece.bias,
+                                      out=y[:, start:start + width])
+            start += width
+        return y.view(*x.shape[:-1], y.shape[-1])
 
 
 def fused(*weights: torch.Tensor) -> torch.Tensor:

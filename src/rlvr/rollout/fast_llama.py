@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from rlvr.rollout.capture import SLOTS, ActivationCapture, CaptureShape
-from rlvr.rollout.decode_linear import DecodeLinear, fused, fused_bias
+from rlvr.rollout.decode_linear import DecodeLinear, StackedDecodeLinear
 
 SUPPORTED_TYPES = ("llama", "qwen2", "mistral")
 _FIRST_COLUMNS = 64  # new-token columns allocated up front (the buffer doubles as needed)
@@ -95,9 +95,9 @@ def effective_linear(module: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
 
 @dataclass
 class _Layer:
-    qkv: DecodeLinear
+    qkv: StackedDecodeLinear
     o: DecodeLinear
-    gate_up: DecodeLinear
+    gate_up: StackedDecodeLinear
     down: DecodeLinear
     input_norm: torch.Tensor      # [H] (the live parameter)
     post_norm: torch.Tensor       # [H]
@@ -144,7 +144,7 @@ class FastLlama:
             return
         with torch.no_grad():
             self._layers = [self._snapshot(layer) for layer in self.base.model.layers]
-            self._head = DecodeLinear(*effective_linear(self.base.lm_head))
+            self._head = DecodeLinear(*effective_linear(self.base.lm_head), borrow=True)
         self._versions = versions
 
     @staticmethod
@@ -153,11 +153,12 @@ class FastLlama:
             effective_linear(getattr(layer.self_attn, name)) for name in ATTENTION)
         (gate, gate_bias), (up, up_bias), down = (
             effective_linear(getattr(layer.mlp, name)) for name in MLP)
+        # Borrowed weights: `_refresh` rebuilds every layer when a parameter changed.
         return _Layer(
-            qkv=DecodeLinear(fused(q, k, v), fused_bias(q_bias, k_bias, v_bias)),
-            o=DecodeLinear(*o),
-            gate_up=DecodeLinear(fused(gate, up), fused_bias(gate_bias, up_bias)),
-            down=DecodeLinear(*down),
+            qkv=StackedDecodeLinear([q, k, v], [q_bias, k_bias, v_bias]),
+            o=DecodeLinear(*o, borrow=True),
+            gate_up=StackedDecodeLinear([gate, up], [gate_bias, up_bias]),
+            down=DecodeLinear(*down, borrow=True),
             input_norm=layer.input_layernorm.weight, post_norm=layer.post_attention_layernorm.weight)
 
     # --- the sampling loop's interface --------------------------------------------

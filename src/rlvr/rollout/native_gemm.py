@@ -120,18 +120,27 @@ def usable(weight: torch.Tensor) -> bool:
 
 
 def decode_linear(library: ctypes.CDLL, x: torch.Tensor, weight: torch.Tensor,
-                  bias: torch.Tensor | None) -> torch.Tensor:
+                  bias: torch.Tensor | None, out: torch.Tensor | None = None) -> torch.Tensor:
     """x [M, K] @ weight[N, K].T + bias[N] -> [M, N] through the kernel. x: float32 on
-    CPU with unit stride along K (rows may be strided); weight and bias contiguous."""
+    CPU with unit stride along K (rows may be strided); weight and bias contiguous.
+    out: an [M, N] float32 view with unit column stride to write into (e.g. some columns
+    of a wider output); a new tensor when None."""
     rows, inner = x.shape
     out_features = weight.shape[0]
     if x.stride(1) != 1 or x.stride(0) < inner:
         x = x.contiguous()
-    y = torch.empty(rows, out_features, dtype=torch.float32)  # [M, N]
+    if out is None:
+        out = torch.empty(rows, out_features, dtype=torch.float32)  # [M, N]
+    elif (out.shape != (rows, out_features) or out.dtype != torch.float32
+          or out.stride(1) != 1 or out.stride(0) < out_features):
+        raise ValueError(f"out must be a float32 [{rows}, {out_features}] view with unit "
+                         f"column stride, got {out.dtype} {tuple(out.shape)} strides "
+                         f"{out.stride()}")
     if rows == 0:
-        return y
+        return out
     row_stride = x.stride(0) if rows > 1 else inner
     library.rlvr_decode_gemm(x.data_ptr(), row_stride, weight.data_ptr(),
-                             None if bias is None else bias.data_ptr(), y.data_ptr(),
-                             out_features, rows, out_features, inner, torch.get_num_threads())
-    return y
+                             None if bias is None else bias.data_ptr(), out.data_ptr(),
+                             out.stride(0) if rows > 1 else out_features, rows, out_features,
+                             inner, torch.get_num_threads())
+    return out
