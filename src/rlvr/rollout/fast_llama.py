@@ -6,17 +6,20 @@ step of SmolLM2-135M through `LlamaForCausalLM` on a 2-core CPU spends ~75% of i
 in MKL GEMMs streaming weights at 4-12 GB/s, ~12% growing the KV cache with `torch.cat`
 every layer, and the rest in per-module work. This forward computes the same function
 with fewer, larger operations over the model's own weights:
-  - q, k and v come from one GEMM, gate and up from another (weights concatenated);
-  - the weights are snapshots in oneDNN's blocked layout (rlvr.rollout.decode_linear),
-    streamed 2-3x faster than MKL's;
+  - q, k and v come out as one output, gate and up as another: on rlvr's native decode
+    GEMM each piece writes its columns, reading the model's weights where they live;
+    without the kernel, one GEMM over a fused copy in oneDNN's blocked layout
+    (rlvr.rollout.decode_linear; both stream weights 2-3x faster than MKL's F.linear);
   - keys and values go into a buffer allocated once for the whole completion length;
   - grouped-query attention without repeating keys and values: the query heads that
     share a key/value head are treated as that head's query rows (at decode, two
     batched GEMMs and a softmax, the mask added as a bias inside the first GEMM).
 The math is the transformers forward's (same RMSNorm, rotary embedding module, scaling
 and activation), float32 throughout on CPU; tests compare logits and sampled
-log-probabilities against it. Snapshots are rebuilt when any parameter changed (torch
-bumps a tensor's version on every in-place update, which is how optimizers write).
+log-probabilities against it. The layers (and any copies) are rebuilt when any
+parameter changed (torch bumps a tensor's version on every in-place update, which is
+how optimizers write). With `keep_activations` every GEMM's output and the logits are
+also kept for the update (rlvr.rollout.capture, rlvr.training.replay).
 """
 
 from __future__ import annotations

@@ -103,9 +103,9 @@ class SamplingConfig:
                            default_factory=list)
     max_batch_rows: int = _doc("rows decoded together by the rollout engine", default=512)
     fast_decode: bool = _doc("on CPU, decode Llama-family models with rlvr's own forward "
-                             "(fused projections, oneDNN weight layout, preallocated KV "
-                             "cache; same logits as transformers); false = transformers' "
-                             "forward", default=True)
+                             "(fused projections, native or oneDNN decode GEMMs, "
+                             "preallocated KV cache; same logits as transformers); false = "
+                             "transformers' forward", default=True)
     reuse_activations: bool = _doc("with fast decode, keep every projection's output and the "
                                    "logits while sampling, so the update's first forward "
                                    "replays them instead of multiplying (exact: same "
