@@ -22,6 +22,7 @@ def run(capsys, *argv):
     ("sampling.group_size=1", "sampling.group_size"),
     ("algorithm.kl_in=both", "algorithm.kl_in"),
     ("algorithm.kl_beta=-1", "algorithm.kl_beta"),
+    ("sampling.activation_memory_gb=-1", "sampling.activation_memory_gb"),
 ])
 def test_bad_override_names_the_field(capsys, tmp_path, override, named):
     code, err = run(capsys, "--run-dir", str(tmp_path / "r"), override)

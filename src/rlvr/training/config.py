@@ -123,6 +123,8 @@ class SamplingConfig:
                               "group_size")
         if not 0 < self.top_p <= 1:
             raise ConfigError("must be in (0, 1]", "top_p")
+        if self.activation_memory_gb < 0:
+            raise ConfigError("must be >= 0 (0 keeps no activations)", "activation_memory_gb")
 
 
 @dataclass
