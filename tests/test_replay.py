@@ -19,11 +19,25 @@ from rlvr.training.tiny import char_tokenizer, tiny_llama
 from train_helpers import tiny_config
 
 
-@pytest.fixture(scope="module")
-def setup():
+def _gqa_with_biases(tokenizer):
+    """Grouped-query attention (q wider than k and v), biases on every projection,
+    an lm_head of its own: the slicing and bias gradients a plain tiny Llama skips."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1)
+        return LlamaForCausalLM(LlamaConfig(
+            vocab_size=len(tokenizer), hidden_size=32, intermediate_size=48,
+            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            attention_bias=True, mlp_bias=True, tie_word_embeddings=False,
+            pad_token_id=tokenizer.pad_token_id, attention_dropout=0.0))
+
+
+@pytest.fixture(scope="module", params=["tiny", "gqa-biases"])
+def setup(request):
     torch.manual_seed(0)
     tokenizer = char_tokenizer()
-    model = tiny_llama(tokenizer)
+    model = tiny_llama(tokenizer) if request.param == "tiny" else _gqa_with_biases(tokenizer)
     engine = HFRolloutEngine(model, tokenizer)
     # A common character as an extra end-of-sequence token: rows stop at different
     # lengths, so the decode drops finished rows mid-way (its `keep` path).
