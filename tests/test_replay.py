@@ -161,3 +161,23 @@ def test_training_with_replay_ends_at_the_same_weights(tmp_path):
 
 def _metrics(run_dir):
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("dynamic,kept", [(False, True), (True, False)])
+def test_trainer_asks_for_activations_only_from_single_draws(tmp_path, monkeypatch,
+                                                             dynamic, kept):
+    """DAPO dynamic sampling keeps groups from several draws, whose mixed captures the
+    replay cannot use: the trainer does not ask the engine to keep them there."""
+    asked = []
+    real = HFRolloutEngine.generate
+
+    def recording(self, prompts, n, params):
+        asked.append(params.keep_activations)
+        return real(self, prompts, n, params)
+
+    monkeypatch.setattr(HFRolloutEngine, "generate", recording)
+    extra = ["algorithm.dynamic_sampling=true", "algorithm.max_draws=2"] if dynamic else []
+    train(tiny_config("steps=1", "sft.steps=0", "sampling.group_size=4", *extra),
+          tmp_path / "r")
+    training_calls = [a for a in asked if a]  # evaluation never asks (greedy)
+    assert bool(training_calls) is kept

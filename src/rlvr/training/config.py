@@ -109,7 +109,9 @@ class SamplingConfig:
     reuse_activations: bool = _doc("with fast decode, keep every projection's output and the "
                                    "logits while sampling, so the update's first forward "
                                    "replays them instead of multiplying (exact: same "
-                                   "weights; rlvr.training.replay)", default=True)
+                                   "weights; rlvr.training.replay; off under DAPO dynamic "
+                                   "sampling, whose groups come from several draws)",
+                                   default=True)
     activation_memory_gb: float = _doc("most memory one decode call's kept activations "
                                        "may take (~0.6 MB per token for a 135M model); "
                                        "a call needing more keeps none", default=2.0)

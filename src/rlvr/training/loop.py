@@ -123,7 +123,9 @@ def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Grou
         params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature,
                                 top_p=s.top_p, top_k=s.top_k, stop=tuple(s.stop),
                                 seed=_sampling_seed(cfg.seed, step, keep.draws),
-                                keep_activations=s.reuse_activations)
+                                # Groups kept across several draws mix captures, which
+                                # the replay cannot use: each would only hold memory.
+                                keep_activations=s.reuse_activations and draws == 1)
         began = time.perf_counter()
         completions = t.engine.generate([t.renderer.render(r) for r in records],
                                         s.group_size, params)
