@@ -79,12 +79,12 @@ class ActivationCapture:
                                        dtype=torch.long)  # [rows, T]
         self._span = (0, 0)
         self._next_pool, self._next_logit = shape.prompts * shape.prompt_width, shape.prompts
-        self._step_rows: torch.Tensor | None = None  # logits rows of the current step
+        self._prefilling = False  # the current forward is the prefill (else a decode step)
 
     # --- written by the decode forward ------------------------------------------------
 
     def begin_prefill(self) -> None:
-        self._span, self._step_rows = (0, self.shape.prompts * self.shape.prompt_width), None
+        self._span, self._prefilling = (0, self.shape.prompts * self.shape.prompt_width), True
 
     def begin_step(self, rows: torch.Tensor, token: int) -> None:
         """The next forward appends completion token `token` of generation rows `rows` [b]."""
@@ -93,7 +93,7 @@ class ActivationCapture:
         self.token_pool[rows.cpu(), token] = torch.arange(start, start + b)
         self.token_logits[rows.cpu(), token] = torch.arange(self._next_logit,
                                                            self._next_logit + b)
-        self._span, self._step_rows = (start, start + b), rows
+        self._span, self._prefilling = (start, start + b), False
         self._next_pool += b
 
     def put(self, layer: int, slot: str, out: torch.Tensor) -> None:
@@ -103,7 +103,7 @@ class ActivationCapture:
 
     def put_logits(self, logits: torch.Tensor) -> None:
         """Logits [b, V]: the prefill's (one per prompt) or the current step's."""
-        if self._step_rows is None:
+        if self._prefilling:
             self.logits[:self.shape.prompts] = logits
             return
         start = self._next_logit

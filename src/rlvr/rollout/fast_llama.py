@@ -55,16 +55,21 @@ def supports(model: Any) -> bool:
     parts = ("embed_tokens", "layers", "norm", "rotary_emb")
     if not (all(hasattr(inner, p) for p in parts) and hasattr(model, "lm_head")):
         return False
-    linears = [model.lm_head] + [getattr(getattr(layer, block), name)
-                                 for layer in inner.layers
-                                 for block, names in (("self_attn", ATTENTION), ("mlp", MLP))
-                                 for name in names]
     return (isinstance(inner.embed_tokens, torch.nn.Embedding)
-            and all(_plain_or_lora(m) for m in linears))
+            and all(_plain_or_lora(m) for m in projections(model)))
 
 
 ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
 MLP = ("gate_proj", "up_proj", "down_proj")
+
+
+def projections(model: Any) -> list[Any]:
+    """The lm_head and every layer's attention and MLP projections of a Llama-family
+    causal LM (the transformers model, not a peft wrapper)."""
+    return [model.lm_head] + [getattr(getattr(layer, block), name)
+                              for layer in model.model.layers
+                              for block, names in (("self_attn", ATTENTION), ("mlp", MLP))
+                              for name in names]
 
 
 def _unwrap(model: Any) -> Any:
@@ -130,6 +135,7 @@ class FastLlama:
         self._eps = torch.tensor(self.eps, dtype=torch.float32)
         self.scale = self.base.model.layers[0].self_attn.scaling
         self._layers: list[_Layer] | None = None
+        self._running: list[_Layer] = []  # this call's layers (recording when kept)
         self._head: DecodeLinear | None = None
         self._versions: tuple[int, ...] | None = None
         self.capture: ActivationCapture | None = None  # the current call's, when kept
@@ -140,6 +146,7 @@ class FastLlama:
     def release(self) -> None:
         """Free the weight snapshots (they are rebuilt on the next `start`)."""
         self._layers = self._head = self._versions = None
+        self._running = []
 
     def _refresh(self) -> None:
         versions = tuple(p._version for p in self.model.parameters())
@@ -192,6 +199,7 @@ class FastLlama:
                 mask.sum(1).tolist(), self._versions, id(self.model), self._dtype(),
                 input_ids.device)
             self.capture.begin_prefill()
+        self._running = self._layers if self.capture is None else self._recorded_layers()
         self.row_ids = torch.arange(batch * n)
         self.prompt_columns = width
         layers = len(self._layers)
@@ -264,8 +272,7 @@ class FastLlama:
         cos, sin = inner.rotary_emb(hidden, positions)  # [b, s, D] each
         cos, sin = cos[:, :, None], _signed_sin(sin)[:, :, None]  # [b, s, 1, D]
         start, stop = self.length, self.length + ids.shape[1]
-        layers = self._layers if self.capture is None else self._recorded_layers()
-        for index, layer in enumerate(layers):
+        for index, layer in enumerate(self._running):
             normed = self._rms_norm(hidden, layer.input_norm)
             keys, values = self.keys[index], self.values[index]  # [b*repeat, kv, C, D]
             attended = self._attention(layer, normed, cos, sin, keys, values, allowed,

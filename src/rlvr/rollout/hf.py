@@ -108,9 +108,8 @@ class HFRolloutEngine:
     def _loop(self, stepper: Any, input_ids: torch.Tensor, mask: torch.Tensor,
               positions: torch.Tensor, params: SamplingParams, generator: torch.Generator,
               n: int = 1, keep_activations: bool = False):
-        extra = {"keep_activations": True} if keep_activations else {}
         logits = stepper.start(input_ids, mask, positions, n, params.max_new_tokens,
-                               **extra)  # [B*n, V]
+                               keep_activations)  # [B*n, V]
         batch, device, limit = logits.shape[0], input_ids.device, params.max_new_tokens
         tokens = torch.full((batch, limit), self.pad_id, dtype=torch.long, device=device)
         logprobs = torch.zeros((batch, limit), dtype=torch.float32, device=device)
@@ -147,8 +146,9 @@ class HFRolloutEngine:
         return tokens, logprobs, lengths, reasons
 
     def _stepper(self) -> "_CacheStepper | FastLlama":
-        # CPU only: the decode forward's weight snapshots are a second copy of the model,
-        # which a GPU should not pay for (there, transformers' forward or vLLM).
+        # CPU only: off the native kernel the decode forward keeps fused copies of the
+        # q|k|v and gate|up weights, which a GPU should not pay for (there, transformers'
+        # forward or vLLM).
         if (self.fast_decode and self._device().type == "cpu"
                 and fast_llama.supports(self.model)):
             if self._fast is None or self._fast.model is not self.model:
@@ -199,7 +199,9 @@ class _CacheStepper:
         self.cache: Any = None
 
     def start(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
-              n: int, max_new_tokens: int) -> torch.Tensor:
+              n: int, max_new_tokens: int, keep_activations: bool = False) -> torch.Tensor:
+        if keep_activations:  # the engine asks only FastLlama (`_can_keep_activations`)
+            raise ValueError("transformers' forward keeps no activations for the update")
         out = self._forward(input_ids, mask, positions)  # prefill: one row per prompt
         self.cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         logits = out.logits[:, -1]  # [B, V]

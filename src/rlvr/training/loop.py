@@ -216,11 +216,10 @@ def clip_gradients(model: Any, clip: float) -> torch.Tensor:
     Unlike clip_grad_norm_, which always multiplies (by 1 when under the limit, to
     avoid a device sync), this writes the gradients only when it clips: a pass over
     every gradient saved on most steps."""
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    norm = torch.nn.utils.get_total_norm(grads)
+    with_grads = [p for p in model.parameters() if p.grad is not None]
+    norm = torch.nn.utils.get_total_norm([p.grad for p in with_grads])
     if clip > 0 and float(norm) > clip:
-        torch.nn.utils.clip_grads_with_norm_([p for p in model.parameters()
-                                              if p.grad is not None], clip, norm)
+        torch.nn.utils.clip_grads_with_norm_(with_grads, clip, norm)
     return norm
 
 

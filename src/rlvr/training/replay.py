@@ -28,11 +28,10 @@ from typing import Any, Iterator, Sequence
 import torch
 
 from rlvr.rollout.capture import ActivationCapture
-from rlvr.training.shared_prefix import (Group, _recomputes_activations, group_rows,
-                                         packed_logits)
+from rlvr.rollout.fast_llama import projections
+from rlvr.training.shared_prefix import (Group, _packed_length, _recomputes_activations,
+                                         group_rows, packed_logits)
 from rlvr.training.tree_attention import supports_tree_attention
-
-ATTENTION, MLP = ("q_proj", "k_proj", "v_proj", "o_proj"), ("gate_proj", "up_proj", "down_proj")
 
 
 class _KeptLinear(torch.autograd.Function):
@@ -90,11 +89,7 @@ def _usable_capture(model: Any, activations: Sequence[Any] | None) -> Activation
     if (not supports_tree_attention(model) or _recomputes_activations(model)
             or getattr(model.config, "attention_dropout", 0.0)):
         return None
-    linears = [model.lm_head] + [getattr(getattr(layer, part), name)
-                                 for layer in model.model.layers
-                                 for part, names in (("self_attn", ATTENTION), ("mlp", MLP))
-                                 for name in names]
-    if any(type(m) is not torch.nn.Linear for m in linears):
+    if any(type(m) is not torch.nn.Linear for m in projections(model)):
         return None
     return capture
 
@@ -104,7 +99,7 @@ def _plan(capture: ActivationCapture, groups: Sequence[Group], rows: list[int]
     """Pool rows [G, L] of every packed position (padding: the zero row) and logits rows
     [K] of every kept position, in the order `packed_logits` lays them out: per group its
     prompt, then each member's fed tokens (all but its last)."""
-    length = max(len(g.prompt) + sum(max(n - 1, 0) for n in g.lengths) for g in groups)
+    length = max(_packed_length(g) for g in groups)
     pool = torch.full((len(groups), length), capture.capacity, dtype=torch.long)  # [G, L]
     logits = []
     for g, group in enumerate(groups):
