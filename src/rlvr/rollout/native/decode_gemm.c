@@ -158,27 +158,37 @@ static void columns(const float *x, ptrdiff_t ldx, const float *w, const float *
     }
 }
 
+/* Thread t of nt's share of y [M, ldy >= N] = x [M, ldx >= K] @ w[N, K]^T + bias[N]
+ * (bias may be NULL): a contiguous range of output columns, whole tiles of them. Called
+ * by every thread of a parallel region (rlvr_decode_gemm, or a caller's own region, as
+ * native/decode_step.c does), the shares cover every column once. w must be contiguous
+ * row-major. */
+void rlvr_gemm_share(const float *x, ptrdiff_t ldx, const float *w, const float *bias,
+                     float *y, ptrdiff_t ldy, int M, ptrdiff_t N, ptrdiff_t K, int t, int nt) {
+    if (M < 1 || N < 1 || K < 1) return; /* empty products: the caller handles them */
+    const int rows = rows_per_tile(M, K), cols = COLUMNS_FOR_ROWS[rows];
+    const ptrdiff_t groups = (N + cols - 1) / cols;
+    const ptrdiff_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
+    const ptrdiff_t n0 = g0 * cols, n1 = g1 * cols < N ? g1 * cols : N;
+    if (n0 < n1) columns(x, ldx, w, bias, y, ldy, M, K, n0, n1, rows, cols);
+}
+
 /* y [M, ldy >= N] = x [M, ldx >= K] @ w[N, K]^T + bias[N] (bias may be NULL), on
  * `threads` OpenMP threads. w must be contiguous row-major. */
 void rlvr_decode_gemm(const float *x, ptrdiff_t ldx, const float *w, const float *bias,
                       float *y, ptrdiff_t ldy, int M, ptrdiff_t N, ptrdiff_t K, int threads) {
-    if (M < 1 || N < 1 || K < 1) return; /* empty products: the caller handles them */
-    const int rows = rows_per_tile(M, K), cols = COLUMNS_FOR_ROWS[rows];
+    if (M < 1 || N < 1 || K < 1) return;
+    const int cols = COLUMNS_FOR_ROWS[rows_per_tile(M, K)];
     const ptrdiff_t groups = (N + cols - 1) / cols;
     if (threads < 1) threads = 1;
     if (threads > groups) threads = (int)groups; /* no thread without a group of columns */
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
-    {
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    rlvr_gemm_share(x, ldx, w, bias, y, ldy, M, N, K, omp_get_thread_num(),
+                    omp_get_num_threads());
 #else
-    {
-        const int t = 0, nt = 1;
+    rlvr_gemm_share(x, ldx, w, bias, y, ldy, M, N, K, 0, 1);
 #endif
-        const ptrdiff_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
-        const ptrdiff_t n0 = g0 * cols, n1 = g1 * cols < N ? g1 * cols : N;
-        if (n0 < n1) columns(x, ldx, w, bias, y, ldy, M, K, n0, n1, rows, cols);
-    }
 }
 
 /* Which code path this build took (1: AVX2+FMA, 0: plain C); the loader logs it. */
