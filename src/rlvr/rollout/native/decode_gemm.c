@@ -5,12 +5,25 @@
  * its own row-major [N, K] layout, so there is no packed copy to build or keep: a tile
  * holds R rows of x against C rows of w, each accumulator a vector of 8 partial sums
  * along k, reduced horizontally once per tile. Per 8 values of k a tile loads C vectors
- * of w and R vectors of x (from L1: R is capped so R rows of x fit, X_TILE_BYTES) for
- * R*C fused multiply-adds. R*C >= 8 keeps both FMA pipes busy through the FMA latency;
- * R*C <= 12 keeps the tile in the 16 ymm registers. At 8 rows and K = 576 the 8x1 tile
- * streamed fastest of 8x1, 6x2, 4x3, 4x2 and 2x4 (benchmarks/RESULTS.md). When x has more rows than one tile takes, the next rows reuse the same C
- * rows of w from L1, so memory delivers every weight once per call. Threads split the
- * output columns n into contiguous ranges (each thread streams its part of w in order).
+ * of w and R vectors of x for R*C fused multiply-adds, with every loaded vector kept in
+ * a register for all its uses (see PIN). M rows of x are taken in passes of at most 4
+ * rows; all passes over the same C rows of w run back to back, so the later passes find
+ * those rows in L1/L2 and memory delivers every weight once per call. Threads split the
+ * output columns n into contiguous ranges, so each thread streams its part of w in order.
+ *
+ * Why these choices (2-core AMD EPYC Zen 3 VM, SmolLM2-135M's 121 matrices, 538 MB, at
+ * 8 rows; benchmarks/RESULTS.md, "Decode GEMM streaming"): one step's GEMMs take the
+ * cores ~13 ms of fused multiply-adds at this kernel's in-cache rate, the weights ~19-21
+ * ms to read from DRAM, so the kernel is fast only where the two overlap:
+ *  - 4x3 tiles (two passes at 8 rows) issue 7 loads per 12 FMAs where the earlier 8x1
+ *    tile issued 9 per 8; in cache they run at ~85% of the FMA peak (8x1: ~60%);
+ *  - a software prefetch runs 16 KB ahead of the thread's read position into L2, one
+ *    line per line of w, paced across all passes of a tile group so the stream never
+ *    pauses while a later pass works on cached rows. The hardware prefetchers alone
+ *    (a prefetch only at 4 KB page starts: 0.74x) or a 2-4 KB distance (0.92x) let DRAM
+ *    idle while the cores compute.
+ * Together: a step's GEMMs ~26 -> ~22.5 ms at 2 threads (a plain read of the same bytes:
+ * ~19 ms).
  *
  * Built by rlvr.rollout.native_gemm with -O3 -march=native -fopenmp; without AVX2+FMA
  * the plain C loop at the end computes the same sums.
@@ -20,31 +33,38 @@
 #include <omp.h>
 #endif
 
-#define MAX_R 8 /* rows of x per tile */
+#define MAX_R 4 /* rows of x per pass */
 
-/* Bytes of x one tile may read per pass before it no longer fits in L1 beside w's
- * rows (32 KB L1d on the CPUs this targets); larger K takes fewer rows per tile. */
-#ifndef X_TILE_BYTES
-#define X_TILE_BYTES 24576
-#endif
+/* Rows of w per tile for R rows of x in a pass: R*C >= 8 accumulators hide the FMA
+ * latency (4 cycles, 2 pipes), and R*C + C + 1 <= 16 ymm registers hold the
+ * accumulators, the C pinned w vectors and one x vector. One row takes 8 (its w vectors
+ * are used once each, so they feed the FMAs straight from memory). */
+static const int COLUMNS_FOR_ROWS[MAX_R + 1] = {0, 8, 4, 3, 3};
 
-/* Rows of w per tile for R rows of x: at least 8 accumulators where possible. It never
- * grows with R, so a last, shorter block of rows takes the columns of the first block
- * (tile_any has every R x C with C <= COLUMNS_FOR_ROWS[R]). */
-static const int COLUMNS_FOR_ROWS[MAX_R + 1] = {0, 8, 4, 3, 3, 2, 2, 1, 1};
+/* Rows per pass for M rows: passes of at most MAX_R rows, evened out (7 rows: 4 + 3). */
+static int rows_per_pass(int M) {
+    const int passes = (M + MAX_R - 1) / MAX_R;
+    return (M + passes - 1) / passes;
+}
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
-#ifndef PREFETCH_FLOATS
-/* How far ahead along a row of w to prefetch into L1: 2 KB, ahead of the lines the
- * hardware prefetcher has in flight (measured: the best of none / 1 / 2 / 4 KB and an
- * L2-only hint, by a margin near the noise; benchmarks/RESULTS.md). */
-#define PREFETCH_FLOATS 512
+#ifndef PREFETCH_BYTES
+/* How far ahead of its read position a thread prefetches w: measured at 2 threads, 8 rows,
+ * medians of 15 whole steps against the same run's old kernel: 4 KB 0.92x, 8 KB 1.10x,
+ * 16 KB 1.13x, 24 KB 1.14x (T0 and T1 hints alike). 16 KB sits well inside L2 (512 KB). */
+#define PREFETCH_BYTES 16384
 #endif
 #ifndef PREFETCH_HINT
-#define PREFETCH_HINT _MM_HINT_T0
+#define PREFETCH_HINT _MM_HINT_T1
 #endif
+
+/* Keep a loaded vector in its register: without this GCC folds each use of a w (or x)
+ * vector into its FMA as a memory operand, loading it again R (or C) times, and the
+ * tile becomes bound by the load ports (4x3 measured ~30 instead of ~42 GFLOP-pairs/s
+ * per core in L2). */
+#define PIN(v) __asm__("" : "+x"(v))
 
 /* The 8 horizontal sums of a[0..8) as one vector: [sum(a[0]), ..., sum(a[7])]. */
 static inline __m256 sums8(const __m256 *a) {
@@ -56,31 +76,45 @@ static inline __m256 sums8(const __m256 *a) {
                          _mm256_permute2f128_ps(q0, q1, 0x31));
 }
 
+/* Where a tile's prefetches go: `next` advances by `step` bytes per 8 values of k, with
+ * `count` prefetches `step / count` bytes apart each time (count > 1 when a tile reads
+ * more than a line of w per 8 values of k). */
+typedef struct {
+    const char *next;
+    ptrdiff_t step;
+    int count;
+} Prefetch;
+
 /* One tile: rows x[0..R) against rows w[0..C), k over [0, K); writes y[r, c]. */
 static inline __attribute__((always_inline)) void tile(
         const int R, const int C, const float *x, ptrdiff_t ldx, const float *w,
-        ptrdiff_t K, float *y, ptrdiff_t ldy, const float *bias, int prefetch) {
+        ptrdiff_t K, float *y, ptrdiff_t ldy, const float *bias, Prefetch *pf) {
     __m256 acc[16]; /* acc[r * C + c]; entries past R*C stay zero for sums8 */
 #pragma GCC unroll 16
     for (int i = 0; i < 16; i++) acc[i] = _mm256_setzero_ps();
     const ptrdiff_t kv = K & ~(ptrdiff_t)7;
+    const char *ahead = pf->next;
+    const ptrdiff_t step = pf->step, apart = pf->step / pf->count;
+    const int count = pf->count;
     ptrdiff_t k = 0;
     for (; k < kv; k += 8) {
+        for (int i = 0; i < count; i++) _mm_prefetch(ahead + i * apart, PREFETCH_HINT);
+        ahead += step;
         __m256 wv[8];
 #pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
-#if PREFETCH_FLOATS > 0
-            if (prefetch) _mm_prefetch((const char *)(w + c * K + k + PREFETCH_FLOATS), PREFETCH_HINT);
-#endif
             wv[c] = _mm256_loadu_ps(w + c * K + k);
+            if (R > 1) PIN(wv[c]);
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
-            const __m256 xv = _mm256_loadu_ps(x + r * ldx + k);
+            __m256 xv = _mm256_loadu_ps(x + r * ldx + k);
+            if (C > 1) PIN(xv);
 #pragma GCC unroll 8
             for (int c = 0; c < C; c++) acc[r * C + c] = _mm256_fmadd_ps(xv, wv[c], acc[r * C + c]);
         }
     }
+    pf->next = ahead;
     if (k < K) { /* the last K % 8 values, through a lane mask */
         const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(K - k)), lanes);
@@ -103,28 +137,46 @@ static inline __attribute__((always_inline)) void tile(
 }
 
 /* Dispatch to a tile with compile-time R and C, so its accumulators live in registers.
- * C is at most COLUMNS_FOR_ROWS[R] (below it for the last rows of w in a range). */
+ * C is at most COLUMNS_FOR_ROWS of the call's rows per pass (less for the last rows of w
+ * in a range); a last, shorter pass keeps the C of the first. */
 static void tile_any(int R, int C, const float *x, ptrdiff_t ldx, const float *w, ptrdiff_t K,
-                     float *y, ptrdiff_t ldy, const float *bias, int prefetch) {
-#define TILE(r, c) case (r) * 16 + (c): tile(r, c, x, ldx, w, K, y, ldy, bias, prefetch); break;
+                     float *y, ptrdiff_t ldy, const float *bias, Prefetch *pf) {
+#define TILE(r, c) case (r) * 16 + (c): tile(r, c, x, ldx, w, K, y, ldy, bias, pf); break;
     switch (R * 16 + C) {
         TILE(1, 1) TILE(1, 2) TILE(1, 3) TILE(1, 4) TILE(1, 5) TILE(1, 6) TILE(1, 7) TILE(1, 8)
         TILE(2, 1) TILE(2, 2) TILE(2, 3) TILE(2, 4)
         TILE(3, 1) TILE(3, 2) TILE(3, 3)
         TILE(4, 1) TILE(4, 2) TILE(4, 3)
-        TILE(5, 1) TILE(5, 2)
-        TILE(6, 1) TILE(6, 2)
-        TILE(7, 1)
-        TILE(8, 1)
     }
 #undef TILE
 }
 
+/* The prefetch pacing for a group of C rows of w read in `passes` passes: the group's
+ * C*K floats spread evenly over its passes' vector steps, so that the prefetches of the
+ * whole group cover the C*K floats PREFETCH_BYTES ahead, every line at least once. */
+static Prefetch prefetch_start(const float *w, int C, ptrdiff_t K, int passes) {
+    const ptrdiff_t steps = passes * (K / 8); /* vector steps of all passes */
+    Prefetch pf = {(const char *)w + PREFETCH_BYTES, 0, 1};
+    if (steps > 0) {
+        const ptrdiff_t bytes = ((ptrdiff_t)C * K * (ptrdiff_t)sizeof(float) + steps - 1) / steps;
+        pf.count = (int)((bytes + 63) / 64);
+        pf.step = (bytes + pf.count - 1) / pf.count * pf.count;
+    }
+    return pf;
+}
+
 #else /* no AVX2+FMA: the same sums, left to the compiler */
 
+typedef int Prefetch; /* no prefetching here */
+
+static Prefetch prefetch_start(const float *w, int C, ptrdiff_t K, int passes) {
+    (void)w; (void)C; (void)K; (void)passes;
+    return 0;
+}
+
 static void tile_any(int R, int C, const float *x, ptrdiff_t ldx, const float *w, ptrdiff_t K,
-                     float *y, ptrdiff_t ldy, const float *bias, int prefetch) {
-    (void)prefetch;
+                     float *y, ptrdiff_t ldy, const float *bias, Prefetch *pf) {
+    (void)pf;
     for (int r = 0; r < R; r++)
         for (int c = 0; c < C; c++) {
             float s = 0.0f;
@@ -134,26 +186,19 @@ static void tile_any(int R, int C, const float *x, ptrdiff_t ldx, const float *w
 }
 #endif
 
-/* Rows per tile for M rows of x with K columns: as many as fit X_TILE_BYTES (at least
- * 1, at most MAX_R), then evened out over the passes (9 rows: 5 + 4, not 8 + 1). */
-static int rows_per_tile(int M, ptrdiff_t K) {
-    ptrdiff_t fit = X_TILE_BYTES / (K * (ptrdiff_t)sizeof(float));
-    int cap = fit < 1 ? 1 : fit > MAX_R ? MAX_R : (int)fit;
-    int passes = (M + cap - 1) / cap;
-    return (M + passes - 1) / passes;
-}
-
-/* Output columns [n0, n1) for all M rows: for each group of C rows of w, every row
- * block of x (the first block pulls w's rows from memory, the others find them in L1). */
+/* Output columns [n0, n1) for all M rows: for each group of C rows of w, every pass of
+ * rows of x (the first pass pulls w's rows from memory, the others find them in cache). */
 static void columns(const float *x, ptrdiff_t ldx, const float *w, const float *bias,
                     float *y, ptrdiff_t ldy, int M, ptrdiff_t K, ptrdiff_t n0, ptrdiff_t n1,
                     int rows, int cols) {
+    const int passes = (M + rows - 1) / rows;
     for (ptrdiff_t n = n0; n < n1; n += cols) {
         const int C = n1 - n < cols ? (int)(n1 - n) : cols;
+        Prefetch pf = prefetch_start(w + n * K, C, K, passes);
         for (int m = 0; m < M; m += rows) {
             const int R = M - m < rows ? M - m : rows;
             tile_any(R, C, x + m * ldx, ldx, w + n * K, K, y + m * ldy + n, ldy,
-                     bias ? bias + n : NULL, m == 0);
+                     bias ? bias + n : NULL, &pf);
         }
     }
 }
@@ -166,7 +211,7 @@ static void columns(const float *x, ptrdiff_t ldx, const float *w, const float *
 void rlvr_gemm_share(const float *x, ptrdiff_t ldx, const float *w, const float *bias,
                      float *y, ptrdiff_t ldy, int M, ptrdiff_t N, ptrdiff_t K, int t, int nt) {
     if (M < 1 || N < 1 || K < 1) return; /* empty products: the caller handles them */
-    const int rows = rows_per_tile(M, K), cols = COLUMNS_FOR_ROWS[rows];
+    const int rows = rows_per_pass(M), cols = COLUMNS_FOR_ROWS[rows];
     const ptrdiff_t groups = (N + cols - 1) / cols;
     const ptrdiff_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
     const ptrdiff_t n0 = g0 * cols, n1 = g1 * cols < N ? g1 * cols : N;
@@ -178,7 +223,7 @@ void rlvr_gemm_share(const float *x, ptrdiff_t ldx, const float *w, const float 
 void rlvr_decode_gemm(const float *x, ptrdiff_t ldx, const float *w, const float *bias,
                       float *y, ptrdiff_t ldy, int M, ptrdiff_t N, ptrdiff_t K, int threads) {
     if (M < 1 || N < 1 || K < 1) return;
-    const int cols = COLUMNS_FOR_ROWS[rows_per_tile(M, K)];
+    const int cols = COLUMNS_FOR_ROWS[rows_per_pass(M)];
     const ptrdiff_t groups = (N + cols - 1) / cols;
     if (threads < 1) threads = 1;
     if (threads > groups) threads = (int)groups; /* no thread without a group of columns */
