@@ -16,7 +16,14 @@ model through rlvr's decode forward (FastLlama), native vs oneDNN GEMMs in alter
 rounds of one process: snapshot build, prefill of a --prompt-tokens prompt, and
 --new decode steps of --rows rows (greedy; the tokens do not change the speed).
 
+With --stream, instead, the C harness decode_gemm_stream.c (built here with the
+kernel's own flags) streams the same step's GEMMs (q, k, v, o, gate, up, down unfused)
+against a plain AVX2 read of the same bytes, and with --baseline REV against the
+kernel as it was at git revision REV too, all alternating in one process: the floor
+the kernel is measured against, without Python or torch in the loop.
+
     python benchmarks/bench_decode_gemm.py [--rows 8] [--rounds 7] [--threads 2]
+    python benchmarks/bench_decode_gemm.py --stream --baseline main --rounds 15
     RLVR_CACHE=/tmp/rlvrcache python benchmarks/bench_decode_gemm.py \
         --model smollm2-135m-instruct --skip-gemms
 """
@@ -26,7 +33,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -134,6 +144,52 @@ def compare_gemms(args: argparse.Namespace) -> None:
                   f"{build_seconds * 1e3:9.0f}")
 
 
+STREAM_HARNESS = Path(__file__).with_name("decode_gemm_stream.c")
+C_FLAGS = ("-O3", "-march=native", "-fopenmp")  # the kernel's build flags, less -shared
+
+
+def _compile_kernel(cc: str, source: Path, prefix: str, target: Path) -> Path:
+    """The kernel as an object file, its exported names prefixed (test_, base_)."""
+    renames = [f"-D{name}={prefix}_{name.removeprefix('rlvr_')}"
+               for name in ("rlvr_decode_gemm", "rlvr_gemm_share", "rlvr_decode_gemm_simd")]
+    subprocess.run([cc, *C_FLAGS, *renames, "-c", "-o", str(target), str(source)],
+                   check=True, timeout=300)
+    return target
+
+
+def compare_stream(args: argparse.Namespace) -> None:
+    """Build decode_gemm_stream.c with this tree's kernel (and --baseline's) and run it."""
+    cc = native_gemm.compiler()
+    if cc is None:
+        raise SystemExit("--stream needs a C compiler ($CC, cc, gcc or clang)")
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        objects = [_compile_kernel(cc, native_gemm.SOURCE, "test", work / "kernel.o")]
+        defines = []
+        if args.baseline:
+            relative = native_gemm.SOURCE.resolve().relative_to(_repo_root())
+            baseline = work / "baseline.c"
+            baseline.write_text(subprocess.run(
+                ["git", "-C", str(_repo_root()), "show", f"{args.baseline}:{relative}"],
+                check=True, capture_output=True, text=True, timeout=60).stdout)
+            objects.append(_compile_kernel(cc, baseline, "base", work / "baseline.o"))
+            defines.append("-DWITH_BASELINE")
+        binary = work / "stream"
+        subprocess.run([cc, *C_FLAGS, *defines, "-o", str(binary), str(STREAM_HARNESS),
+                        *map(str, objects), "-lm"], check=True, timeout=300)
+        command = [str(binary), str(args.rounds), str(args.rows), str(args.threads)]
+        if args.shape >= 0:
+            command.append(str(args.shape))
+        print(subprocess.run(command, check=True, capture_output=True, text=True).stdout,
+              end="")
+
+
+def _repo_root() -> Path:
+    return Path(subprocess.run(["git", "-C", str(native_gemm.SOURCE.parent), "rev-parse",
+                                "--show-toplevel"], check=True, capture_output=True,
+                               text=True, timeout=60).stdout.strip()).resolve()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -146,7 +202,17 @@ def main() -> int:
     parser.add_argument("--new", type=int, default=32)
     parser.add_argument("--skip-gemms", action="store_true",
                         help="only the --model decode comparison")
+    parser.add_argument("--stream", action="store_true",
+                        help="only the C harness: kernel vs a plain read of the weights")
+    parser.add_argument("--baseline", default="",
+                        help="with --stream: also the kernel at this git revision")
+    parser.add_argument("--shape", type=int, default=-1,
+                        help="with --stream: only one projection (0..7: q k v o gate up "
+                             "down lm_head)")
     args = parser.parse_args()
+    if args.stream:
+        compare_stream(args)
+        return 0
     torch.set_num_threads(args.threads)
     if native_gemm.load() is None:
         raise SystemExit("the native kernel did not build here (no C compiler, or "
