@@ -61,6 +61,31 @@ def test_kernel_matches_float64_reference(library, out_features, in_features):
         torch.set_num_threads(threads)
 
 
+@pytest.mark.parametrize("in_features", [1, 7, 8, 9, 17, 2000])
+def test_every_tile_shape_and_k_tail(library, in_features):
+    """Every tile the kernel dispatches (passes of 1-4 rows of x against 1-8 rows of w,
+    the last group of w's rows short) at K below, at and past one vector of 8, and at a
+    K long enough to be cut into chunks (2000: x rows past the chunk budget at every row
+    count); strided rows of x and y, written into a wider output's columns."""
+    generator = torch.Generator().manual_seed(in_features)
+    threads = torch.get_num_threads()
+    try:
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            for out_features in range(1, 10):
+                weight = torch.randn(out_features, in_features, generator=generator)
+                bias = torch.randn(out_features, generator=generator)
+                for rows in range(1, native_gemm.MAX_ROWS + 1):
+                    x = torch.randn(rows, in_features + 3, generator=generator)[:, 1:-2]
+                    wide = torch.full((rows, out_features + 5), float("nan"))
+                    y = native_gemm.decode_linear(library, x, weight, bias,
+                                                  out=wide[:, 2:2 + out_features])
+                    _assert_float32_close(y, x, weight, bias)
+                    assert wide[:, :2].isnan().all() and wide[:, 2 + out_features:].isnan().all()
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_kernel_reads_strided_and_noncontiguous_rows(library):
     generator = torch.Generator().manual_seed(1)
     weight, bias = torch.randn(37, 45, generator=generator), torch.randn(37, generator=generator)

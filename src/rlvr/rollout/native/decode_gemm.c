@@ -85,10 +85,12 @@ typedef struct {
     int count;
 } Prefetch;
 
-/* One tile: rows x[0..R) against rows w[0..C), k over [0, K); writes y[r, c]. */
+/* One tile: rows x[0..R) against rows w[0..C) (ldw floats apart), k over [0, K);
+ * writes y[r, c] (+ bias), or adds to it when `add` (a later chunk of k). */
 static inline __attribute__((always_inline)) void tile(
         const int R, const int C, const float *x, ptrdiff_t ldx, const float *w,
-        ptrdiff_t K, float *y, ptrdiff_t ldy, const float *bias, Prefetch *pf) {
+        ptrdiff_t ldw, ptrdiff_t K, float *y, ptrdiff_t ldy, const float *bias, int add,
+        Prefetch *pf) {
     __m256 acc[16]; /* acc[r * C + c]; entries past R*C stay zero for sums8 */
 #pragma GCC unroll 16
     for (int i = 0; i < 16; i++) acc[i] = _mm256_setzero_ps();
@@ -103,7 +105,7 @@ static inline __attribute__((always_inline)) void tile(
         __m256 wv[8];
 #pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
-            wv[c] = _mm256_loadu_ps(w + c * K + k);
+            wv[c] = _mm256_loadu_ps(w + c * ldw + k);
             if (R > 1) PIN(wv[c]);
         }
 #pragma GCC unroll 8
@@ -120,7 +122,7 @@ static inline __attribute__((always_inline)) void tile(
         const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(K - k)), lanes);
         __m256 wv[8];
 #pragma GCC unroll 8
-        for (int c = 0; c < C; c++) wv[c] = _mm256_maskload_ps(w + c * K + k, mask);
+        for (int c = 0; c < C; c++) wv[c] = _mm256_maskload_ps(w + c * ldw + k, mask);
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             const __m256 xv = _mm256_maskload_ps(x + r * ldx + k, mask);
@@ -132,16 +134,20 @@ static inline __attribute__((always_inline)) void tile(
     _mm256_storeu_ps(sums, sums8(acc));
     if (R * C > 8) _mm256_storeu_ps(sums + 8, sums8(acc + 8));
 #pragma GCC unroll 16
-    for (int i = 0; i < R * C; i++)
-        y[(i / C) * ldy + i % C] = sums[i] + (bias ? bias[i % C] : 0.0f);
+    for (int i = 0; i < R * C; i++) {
+        float *out = &y[(i / C) * ldy + i % C];
+        *out = add ? *out + sums[i] : sums[i] + (bias ? bias[i % C] : 0.0f);
+    }
 }
 
 /* Dispatch to a tile with compile-time R and C, so its accumulators live in registers.
  * C is at most COLUMNS_FOR_ROWS of the call's rows per pass (less for the last rows of w
  * in a range); a last, shorter pass keeps the C of the first. */
-static void tile_any(int R, int C, const float *x, ptrdiff_t ldx, const float *w, ptrdiff_t K,
-                     float *y, ptrdiff_t ldy, const float *bias, Prefetch *pf) {
-#define TILE(r, c) case (r) * 16 + (c): tile(r, c, x, ldx, w, K, y, ldy, bias, pf); break;
+static void tile_any(int R, int C, const float *x, ptrdiff_t ldx, const float *w, ptrdiff_t ldw,
+                     ptrdiff_t K, float *y, ptrdiff_t ldy, const float *bias, int add,
+                     Prefetch *pf) {
+#define TILE(r, c) case (r) * 16 + (c): \
+        tile(r, c, x, ldx, w, ldw, K, y, ldy, bias, add, pf); break;
     switch (R * 16 + C) {
         TILE(1, 1) TILE(1, 2) TILE(1, 3) TILE(1, 4) TILE(1, 5) TILE(1, 6) TILE(1, 7) TILE(1, 8)
         TILE(2, 1) TILE(2, 2) TILE(2, 3) TILE(2, 4)
@@ -174,17 +180,34 @@ static Prefetch prefetch_start(const float *w, int C, ptrdiff_t K, int passes) {
     return 0;
 }
 
-static void tile_any(int R, int C, const float *x, ptrdiff_t ldx, const float *w, ptrdiff_t K,
-                     float *y, ptrdiff_t ldy, const float *bias, Prefetch *pf) {
+static void tile_any(int R, int C, const float *x, ptrdiff_t ldx, const float *w, ptrdiff_t ldw,
+                     ptrdiff_t K, float *y, ptrdiff_t ldy, const float *bias, int add,
+                     Prefetch *pf) {
     (void)pf;
     for (int r = 0; r < R; r++)
         for (int c = 0; c < C; c++) {
             float s = 0.0f;
-            for (ptrdiff_t k = 0; k < K; k++) s += x[r * ldx + k] * w[c * K + k];
-            y[r * ldy + c] = s + (bias ? bias[c] : 0.0f);
+            for (ptrdiff_t k = 0; k < K; k++) s += x[r * ldx + k] * w[c * ldw + k];
+            y[r * ldy + c] = add ? y[r * ldy + c] + s : s + (bias ? bias[c] : 0.0f);
         }
 }
 #endif
+
+#ifndef CHUNK_BYTES
+#define CHUNK_BYTES 28672
+#endif
+
+/* Values of k per chunk: all of K, or K cut into even chunks (multiples of 8) whose M
+ * rows of x and C rows of w take at most CHUNK_BYTES. */
+static ptrdiff_t chunk_length(int M, int C, ptrdiff_t K) {
+    if (CHUNK_BYTES <= 0) return K;
+    ptrdiff_t fit = CHUNK_BYTES / ((ptrdiff_t)(M + C) * (ptrdiff_t)sizeof(float));
+    if (fit >= K) return K;
+    if (fit < 8) fit = 8;
+    const ptrdiff_t chunks = (K + fit - 1) / fit;
+    const ptrdiff_t length = ((K + chunks - 1) / chunks + 7) & ~(ptrdiff_t)7;
+    return length < 8 ? 8 : length;
+}
 
 /* Output columns [n0, n1) for all M rows: for each group of C rows of w, every pass of
  * rows of x (the first pass pulls w's rows from memory, the others find them in cache). */
@@ -192,13 +215,17 @@ static void columns(const float *x, ptrdiff_t ldx, const float *w, const float *
                     float *y, ptrdiff_t ldy, int M, ptrdiff_t K, ptrdiff_t n0, ptrdiff_t n1,
                     int rows, int cols) {
     const int passes = (M + rows - 1) / rows;
+    const ptrdiff_t chunk = chunk_length(M, cols, K);
     for (ptrdiff_t n = n0; n < n1; n += cols) {
         const int C = n1 - n < cols ? (int)(n1 - n) : cols;
         Prefetch pf = prefetch_start(w + n * K, C, K, passes);
-        for (int m = 0; m < M; m += rows) {
-            const int R = M - m < rows ? M - m : rows;
-            tile_any(R, C, x + m * ldx, ldx, w + n * K, K, y + m * ldy + n, ldy,
-                     bias ? bias + n : NULL, &pf);
+        for (ptrdiff_t k = 0; k < K; k += chunk) {
+            const ptrdiff_t length = K - k < chunk ? K - k : chunk;
+            for (int m = 0; m < M; m += rows) {
+                const int R = M - m < rows ? M - m : rows;
+                tile_any(R, C, x + m * ldx + k, ldx, w + n * K + k, K, length,
+                         y + m * ldy + n, ldy, bias ? bias + n : NULL, k > 0, &pf);
+            }
         }
     }
 }
