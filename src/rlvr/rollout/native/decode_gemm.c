@@ -11,19 +11,26 @@
  * those rows in L1/L2 and memory delivers every weight once per call. Threads split the
  * output columns n into contiguous ranges, so each thread streams its part of w in order.
  *
- * Why these choices (2-core AMD EPYC Zen 3 VM, SmolLM2-135M's 121 matrices, 538 MB, at
- * 8 rows; benchmarks/RESULTS.md, "Decode GEMM streaming"): one step's GEMMs take the
- * cores ~13 ms of fused multiply-adds at this kernel's in-cache rate, the weights ~19-21
- * ms to read from DRAM, so the kernel is fast only where the two overlap:
- *  - 4x3 tiles (two passes at 8 rows) issue 7 loads per 12 FMAs where the earlier 8x1
- *    tile issued 9 per 8; in cache they run at ~85% of the FMA peak (8x1: ~60%);
- *  - a software prefetch runs 16 KB ahead of the thread's read position into L2, one
- *    line per line of w, paced across all passes of a tile group so the stream never
- *    pauses while a later pass works on cached rows. The hardware prefetchers alone
- *    (a prefetch only at 4 KB page starts: 0.74x) or a 2-4 KB distance (0.92x) let DRAM
- *    idle while the cores compute.
- * Together: a step's GEMMs ~26 -> ~22.5 ms at 2 threads (a plain read of the same bytes:
- * ~19 ms).
+ * Why these choices (2-core AMD EPYC Zen 3 VM, 512 KB L2, 32 KB L1d; one decode step of
+ * SmolLM2-135M at 8 rows: 121 matrices, 538 MB; benchmarks/RESULTS.md, "Decode GEMM
+ * streaming"): a step's 1.08 G multiply-adds keep both cores ~13 ms busy at this
+ * kernel's in-cache rate, and its weights take ~19-21 ms to read from DRAM, so the time
+ * is set by how well the two overlap:
+ *  - 4x3 tiles (two passes at 8 rows) issue 7 loads per 12 FMAs; the earlier 8x1 tile
+ *    issued 9 per 8. In L2 (N=192, K=576, 1 thread) 4x3 ran 42.5 GFMA/s (~85% of the
+ *    FMA peak), 8x1 34.7, and 4x3 without PIN 22.7 (which is why 4x3 lost before);
+ *    4x2 was 0.95x 4x3 on the whole step;
+ *  - a software prefetch runs PREFETCH_BYTES ahead of the thread's read position, one
+ *    line for every line of w, paced across all passes of a tile group so that the DRAM
+ *    stream does not pause while a later pass works on cached rows. The hardware
+ *    prefetchers alone (a prefetch only at each 4 KB page: 0.74x) or a 4 KB distance
+ *    (0.92x) let DRAM idle while the cores compute;
+ *  - K longer than fits L1 beside the tile's rows of w (the down projection, K = 1536:
+ *    8 rows of x are 48 KB) is cut into chunks (CHUNK_BYTES); in L2, 33.4 -> 36.2
+ *    GFMA/s at K = 1536, on the whole step ~1.06x.
+ * Together, whole-step medians at 2 threads in one process (bench_decode_gemm.py
+ * --stream): ~26 -> ~22 ms, 1.10-1.25x the 8x1 kernel, at 0.85-0.90x the speed of a
+ * plain read of the same bytes.
  *
  * Built by rlvr.rollout.native_gemm with -O3 -march=native -fopenmp; without AVX2+FMA
  * the plain C loop at the end computes the same sums.
@@ -51,9 +58,11 @@ static int rows_per_pass(int M) {
 #include <immintrin.h>
 
 #ifndef PREFETCH_BYTES
-/* How far ahead of its read position a thread prefetches w: measured at 2 threads, 8 rows,
- * medians of 15 whole steps against the same run's old kernel: 4 KB 0.92x, 8 KB 1.10x,
- * 16 KB 1.13x, 24 KB 1.14x (T0 and T1 hints alike). 16 KB sits well inside L2 (512 KB). */
+/* How far ahead of its read position a thread prefetches w, measured at 2 threads, 8 rows,
+ * whole steps (medians of 15) against the 8x1 kernel in the same run: 4 KB 0.92x, 8 KB
+ * 1.10x, 12-32 KB 1.13-1.21x (differences within the noise of a shared machine; hints
+ * T0, T1 and NTA alike). 16 KB is well inside L2 and wastes at most 16 KB of reads past
+ * the end of each thread's share. */
 #define PREFETCH_BYTES 16384
 #endif
 #ifndef PREFETCH_HINT
@@ -194,6 +203,10 @@ static void tile_any(int R, int C, const float *x, ptrdiff_t ldx, const float *w
 #endif
 
 #ifndef CHUNK_BYTES
+/* Bytes of k-chunk the M rows of x and a tile group's C rows of w may take together, so
+ * both stay in the 32 KB L1d across the passes: 28 KB keeps K = 576 whole at 8 rows
+ * ((8 + 3) rows x 576 x 4 B = 25 KB) and cuts K = 1536 into 3 chunks of 512. Measured
+ * 16, 24 and 28 KB alike at K = 1536; 24 KB cut K = 576 in two and lost 6% in L2. */
 #define CHUNK_BYTES 28672
 #endif
 
