@@ -86,6 +86,33 @@ def test_every_tile_shape_and_k_tail(library, in_features):
         torch.set_num_threads(threads)
 
 
+def test_thread_shares_cover_every_column_once(library):
+    """rlvr_gemm_share(t, nt), called here one share at a time, writes disjoint column
+    ranges that together are the whole product, for row counts that take 1 to 4 passes."""
+    share = library.rlvr_gemm_share
+    size = ctypes.c_ssize_t
+    share.argtypes = [ctypes.c_void_p, size, ctypes.c_void_p, ctypes.c_void_p,
+                      ctypes.c_void_p, size, ctypes.c_int, size, size, ctypes.c_int,
+                      ctypes.c_int]
+    share.restype = None
+    generator = torch.Generator().manual_seed(5)
+    out_features, in_features = 47, 1541
+    weight = torch.randn(out_features, in_features, generator=generator)
+    bias = torch.randn(out_features, generator=generator)
+    for rows, shares in ((1, 2), (5, 3), (8, 2), (16, 7)):
+        x = torch.randn(rows, in_features, generator=generator)
+        written = []
+        for t in range(shares):
+            y = torch.full((rows, out_features), float("nan"))
+            share(x.data_ptr(), in_features, weight.data_ptr(), bias.data_ptr(), y.data_ptr(),
+                  out_features, rows, out_features, in_features, t, shares)
+            columns = ~y.isnan().all(0)  # [N]: the columns this share wrote
+            assert not y[:, columns].isnan().any()
+            written.append(columns)
+            _assert_float32_close(y[:, columns], x, weight[columns], bias[columns])
+        assert (torch.stack(written).sum(0) == 1).all(), "a column written twice or never"
+
+
 def test_kernel_reads_strided_and_noncontiguous_rows(library):
     generator = torch.Generator().manual_seed(1)
     weight, bias = torch.randn(37, 45, generator=generator), torch.randn(37, generator=generator)
