@@ -145,6 +145,7 @@ def compare_gemms(args: argparse.Namespace) -> None:
 
 
 STREAM_HARNESS = Path(__file__).with_name("decode_gemm_stream.c")
+KERNEL = Path(native_gemm.__file__).parent / "native" / "decode_gemm.c"  # the GEMM alone
 C_FLAGS = ("-O3", "-march=native", "-fopenmp")  # the kernel's build flags, less -shared
 
 
@@ -164,10 +165,10 @@ def compare_stream(args: argparse.Namespace) -> None:
         raise SystemExit("--stream needs a C compiler ($CC, cc, gcc or clang)")
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        objects = [_compile_kernel(cc, native_gemm.SOURCE, "test", work / "kernel.o")]
+        objects = [_compile_kernel(cc, KERNEL, "test", work / "kernel.o")]
         defines = []
         if args.baseline:
-            relative = native_gemm.SOURCE.resolve().relative_to(_repo_root())
+            relative = KERNEL.resolve().relative_to(_repo_root())
             baseline = work / "baseline.c"
             baseline.write_text(subprocess.run(
                 ["git", "-C", str(_repo_root()), "show", f"{args.baseline}:{relative}"],
@@ -185,7 +186,7 @@ def compare_stream(args: argparse.Namespace) -> None:
 
 
 def _repo_root() -> Path:
-    return Path(subprocess.run(["git", "-C", str(native_gemm.SOURCE.parent), "rev-parse",
+    return Path(subprocess.run(["git", "-C", str(KERNEL.parent), "rev-parse",
                                 "--show-toplevel"], check=True, capture_output=True,
                                text=True, timeout=60).stdout.strip()).resolve()
 
