@@ -112,3 +112,23 @@ def test_binds_only_float32_weights():
     single = FastLlama(_llama())
     single.start(*_left_padded([[3, 4, 5]]), n=1, max_new_tokens=1)
     assert single._native is not None
+
+
+def test_refuses_shapes_the_c_code_would_misread():
+    """The C code trusts its pointers: a rotary table narrower than head_dim (a partial
+    rotary embedding) or a key buffer too short for the column is refused up front."""
+    fast = FastLlama(_llama())
+    fast.start(*_left_padded([[3, 4, 5]]), n=2, max_new_tokens=2)
+    head_dim, hidden = fast.head_dim, fast.base.config.hidden_size
+    stream, logits = torch.zeros(2, hidden), torch.empty(2, 61)
+    cos = sin = torch.ones(2, head_dim)
+    run = lambda **kw: fast._native.run(**{  # noqa: E731
+        "stream": stream, "cos": cos, "sin": sin, "keys": fast.keys, "values": fast.values,
+        "valid": fast.valid, "column": fast.length, "outputs": None, "logits": logits, **kw})
+    run()  # well-formed: runs
+    with pytest.raises(ValueError, match="cos must be contiguous float32"):
+        run(cos=torch.ones(2, head_dim // 2))
+    with pytest.raises(ValueError, match="keys must be float32"):
+        run(column=fast.keys.shape[3])
+    with pytest.raises(ValueError, match="valid must be bool"):
+        run(valid=fast.valid.float())

@@ -97,14 +97,11 @@ class NativeStep:
             scratch = [torch.empty(b, w) for w in widths]
             outputs = torch.tensor([[t.data_ptr() for t in scratch]],
                                    dtype=torch.int64).expand(d["layers"], 4).contiguous()
+        self._check(stream, cos, sin, keys, values, valid, column, logits)
         threads = torch.get_num_threads()
         score_stride = heads // kv * (column + 1)
         normed, attended = torch.empty(b, hidden), torch.empty(b, heads * head_dim)
         activated, scores = torch.empty(b, d["intermediate"]), torch.empty(threads, score_stride)
-        for name, t in (("keys", keys), ("values", values)):
-            if t.stride(4) != 1 or t.stride(3) != head_dim or t.dtype != torch.float32:
-                raise ValueError(f"{name} must be float32 with contiguous columns, got strides "
-                                 f"{t.stride()}")
         args = DecodeArgs(
             layers=d["layers"], rows=b, hidden=hidden, heads=heads, kv_heads=kv,
             head_dim=head_dim, intermediate=d["intermediate"], vocab=d["vocab"], column=column,
@@ -118,8 +115,34 @@ class NativeStep:
             head_bias=_address(self.head.bias), logits=logits.data_ptr(),
             normed=normed.data_ptr(), attended=attended.data_ptr(),
             activated=activated.data_ptr(), scores=scores.data_ptr())
-        if keys.stride() != values.stride():
-            raise ValueError("keys and values must share one layout")
         if self.library.rlvr_decode_step(ctypes.byref(args)) != 0:
             raise RuntimeError("the native decode step refused these shapes")
         del scratch  # kept alive through the call
+
+    def _check(self, stream: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+               keys: torch.Tensor, values: torch.Tensor, valid: torch.Tensor, column: int,
+               logits: torch.Tensor) -> None:
+        """The C code trusts every shape and stride it is given: refuse anything else
+        (a partial rotary embedding, a foreign buffer layout) before it reads memory."""
+        d = self.dims
+        b, head_dim = stream.shape[0], d["head_dim"]
+        expected = {"stream": (stream, (b, d["hidden"])), "cos": (cos, (b, head_dim)),
+                    "sin": (sin, (b, head_dim)), "logits": (logits, (b, d["vocab"]))}
+        for name, (tensor, shape) in expected.items():
+            if (tuple(tensor.shape) != shape or tensor.dtype != torch.float32
+                    or not tensor.is_contiguous()):
+                raise ValueError(f"native decode step: {name} must be contiguous float32 "
+                                 f"{shape}, got {tensor.dtype} {tuple(tensor.shape)}")
+        layout = (d["layers"], b, d["kv_heads"])
+        for name, tensor in (("keys", keys), ("values", values)):
+            if (tuple(tensor.shape[:3]) != layout or tensor.shape[3] <= column
+                    or tensor.shape[4] != head_dim or tensor.stride()[3:] != (head_dim, 1)
+                    or tensor.stride() != keys.stride() or tensor.dtype != torch.float32):
+                raise ValueError(f"native decode step: {name} must be float32 "
+                                 f"[{', '.join(map(str, layout))}, > {column}, {head_dim}] "
+                                 f"with contiguous columns, like keys; got "
+                                 f"{tuple(tensor.shape)} strides {tensor.stride()}")
+        if (valid.dtype != torch.bool or valid.shape[0] != b or valid.shape[1] <= column
+                or valid.stride(1) != 1):
+            raise ValueError(f"native decode step: valid must be bool [{b}, > {column}] with "
+                             f"contiguous columns, got {valid.dtype} {tuple(valid.shape)}")
