@@ -2,7 +2,8 @@
 next-token logits after a left-padded prefill and after every decode step, for grouped
 and plain attention, with biases (Qwen2, Llama attention_bias/mlp_bias), after the
 weights change in place, and through the rollout engine (same tokens as the
-transformers path for the same seed)."""
+transformers path for the same seed). The decode steps are checked on both of
+FastLlama's paths: the native step (rlvr.rollout.native_step) and torch's."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import torch
 from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
                           MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
 
+from rlvr.rollout import native_gemm
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.decode_linear import DecodeLinear, onednn_available
 from rlvr.rollout.fast_llama import FastLlama, supports
 from rlvr.rollout.hf import HFRolloutEngine
+from rlvr.rollout.native_step import NativeStep
 from rlvr.training.tiny import char_tokenizer
 
 SMALL = dict(vocab_size=61, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
@@ -37,6 +40,21 @@ MODELS = {"llama-gqa": lambda: _llama(),
           "qwen2-mqa": _qwen2}
 
 
+@pytest.fixture(params=["native", "torch"])
+def decode_path(request, monkeypatch):
+    """Which FastLlama decode step runs: the native one, or torch's (as without a C
+    compiler, with RLVR_NATIVE_KERNELS=0 or for more rows than the native step takes)."""
+    if request.param == "torch":
+        monkeypatch.setattr(NativeStep, "bind", classmethod(lambda cls, *args, **kw: None))
+    elif native_gemm.load() is None:
+        pytest.skip("native kernels unavailable here (no C compiler or RLVR_NATIVE_KERNELS=0)")
+    return request.param
+
+
+def _assert_path(fast: FastLlama, decode_path: str) -> None:
+    assert (fast._native is not None) == (decode_path == "native")
+
+
 def _left_padded(rows: list[list[int]]):
     width = max(map(len, rows))
     ids = torch.zeros((len(rows), width), dtype=torch.long)
@@ -54,12 +72,13 @@ def _reference_next_logits(model, sequence: list[int]) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_prefill_and_steps_match_transformers(name):
+def test_prefill_and_steps_match_transformers(name, decode_path):
     model = MODELS[name]()
     prompts = [[5, 9, 13, 2, 7, 30], [11, 4], [8, 8, 40, 1]]
     n, generator = 2, torch.Generator().manual_seed(0)
     fast = FastLlama(model)
     logits = fast.start(*_left_padded(prompts), n=n, max_new_tokens=5)  # [6, V]
+    _assert_path(fast, decode_path)
     sequences = [list(p) for p in prompts for _ in range(n)]
     rows = list(range(len(sequences)))
     for step in range(5):
@@ -76,12 +95,13 @@ def test_prefill_and_steps_match_transformers(name):
         logits = fast.step(token, torch.ones(len(rows), dtype=torch.bool))
 
 
-def test_finished_rows_padding_is_invisible_to_later_tokens():
+def test_finished_rows_padding_is_invisible_to_later_tokens(decode_path):
     """A row marked not alive at a step contributes a masked column: the row's later
     logits equal transformers' on the sequence without that token."""
     model = _llama()
     fast = FastLlama(model)
     fast.start(*_left_padded([[3, 4, 5]]), n=1, max_new_tokens=4)
+    _assert_path(fast, decode_path)
     fast.step(torch.tensor([7]), torch.tensor([True]))
     fast.step(torch.tensor([0]), torch.tensor([False]))  # padding, not part of the text
     logits = fast.step(torch.tensor([9]), torch.tensor([True]))
@@ -94,7 +114,7 @@ def test_finished_rows_padding_is_invisible_to_later_tokens():
     torch.testing.assert_close(logits[0], expected, rtol=1e-5, atol=1e-5)
 
 
-def test_snapshots_follow_in_place_weight_updates():
+def test_snapshots_follow_in_place_weight_updates(decode_path):
     model = _llama()
     fast = FastLlama(model)
     prompt = _left_padded([[1, 2, 3, 4]])
@@ -102,9 +122,13 @@ def test_snapshots_follow_in_place_weight_updates():
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(1.5)  # an optimizer writes in place, as this does
-    after = fast.start(*prompt, n=1, max_new_tokens=1)
+    after = fast.start(*prompt, n=1, max_new_tokens=2)
     assert not torch.allclose(before, after)
     torch.testing.assert_close(after[0], _reference_next_logits(model, [1, 2, 3, 4]),
+                               rtol=1e-5, atol=1e-5)
+    _assert_path(fast, decode_path)  # a decode step under the new weights too
+    stepped = fast.step(torch.tensor([9]), torch.tensor([True]))
+    torch.testing.assert_close(stepped[0], _reference_next_logits(model, [1, 2, 3, 4, 9]),
                                rtol=1e-5, atol=1e-5)
     fast.release()  # freed snapshots are rebuilt on the next start
     again = fast.start(*prompt, n=1, max_new_tokens=1)
@@ -136,7 +160,7 @@ def test_decode_linear_equals_f_linear(use_onednn):
     torch.testing.assert_close(layer(x), x @ (weight - 1.0).T + bias, rtol=1e-5, atol=1e-5)
 
 
-def test_engine_samples_the_same_tokens_on_both_paths():
+def test_engine_samples_the_same_tokens_on_both_paths(decode_path):
     tokenizer = char_tokenizer()
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(
@@ -145,7 +169,9 @@ def test_engine_samples_the_same_tokens_on_both_paths():
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)).eval()
     prompts = ["<s>12+34=", "<s>7+5=", "<s>hello there"]
     params = SamplingParams(max_new_tokens=12, temperature=1.0, seed=5, stop=("9",))
-    fast = HFRolloutEngine(model, tokenizer, fast_decode=True).generate(prompts, 3, params)
+    engine = HFRolloutEngine(model, tokenizer, fast_decode=True)
+    fast = engine.generate(prompts, 3, params)
+    _assert_path(engine._fast, decode_path)
     slow = HFRolloutEngine(model, tokenizer, fast_decode=False).generate(prompts, 3, params)
     for group_fast, group_slow in zip(fast, slow):
         for a, b in zip(group_fast, group_slow):
@@ -154,7 +180,7 @@ def test_engine_samples_the_same_tokens_on_both_paths():
                                        rtol=1e-5, atol=1e-5)
 
 
-def test_lora_adapters_are_folded_into_the_snapshot():
+def test_lora_adapters_are_folded_into_the_snapshot(decode_path):
     from rlvr.models.lora import LoraConfig, apply_lora
 
     model = apply_lora(_llama(), LoraConfig(rank=4, alpha=8, target_modules=["all-linear"]))
@@ -166,15 +192,19 @@ def test_lora_adapters_are_folded_into_the_snapshot():
     assert supports(model)
     fast = FastLlama(model)
     sequence = [4, 8, 15, 16, 23, 42]
-    logits = fast.start(*_left_padded([sequence]), n=1, max_new_tokens=1)
+    logits = fast.start(*_left_padded([sequence]), n=1, max_new_tokens=2)
     with_adapters = _reference_next_logits(model, sequence)
     torch.testing.assert_close(logits[0], with_adapters, rtol=1e-5, atol=1e-5)
+    _assert_path(fast, decode_path)
+    stepped = fast.step(torch.tensor([7]), torch.tensor([True]))
+    torch.testing.assert_close(stepped[0], _reference_next_logits(model, sequence + [7]),
+                               rtol=1e-5, atol=1e-5)
     with model.disable_adapter():
         without = _reference_next_logits(model, sequence)
     assert not torch.allclose(without, with_adapters, atol=1e-3)  # the adapters mattered
 
 
-def test_buffer_grows_past_its_first_allocation():
+def test_buffer_grows_past_its_first_allocation(decode_path):
     """More new tokens than the buffer first holds (64 columns past the prompt): logits
     after the buffer doubled still match transformers."""
     model = _llama(max_position_embeddings=256)
@@ -182,6 +212,7 @@ def test_buffer_grows_past_its_first_allocation():
     sequence = [3, 1, 4]
     logits = fast.start(*_left_padded([sequence]), n=1, max_new_tokens=100)
     first_capacity = fast.valid.shape[1]
+    _assert_path(fast, decode_path)
     generator = torch.Generator().manual_seed(3)
     for _ in range(80):
         token = int(torch.randint(0, 61, (1,), generator=generator))

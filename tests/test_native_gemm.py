@@ -227,7 +227,7 @@ def test_build_is_cached_by_key_and_reused(monkeypatch, tmp_path):
     try:
         assert native_gemm.load() is not None
         built = list((tmp_path / "native").iterdir())
-        assert len(built) == 1 and built[0].name.startswith("decode_gemm-")
+        assert len(built) == 1 and built[0].name.startswith("rlvr-kernels-")
         stamp = built[0].stat().st_mtime_ns
         native_gemm._load_once.cache_clear()
         assert native_gemm.load() is not None
@@ -249,7 +249,8 @@ def test_plain_c_build_without_avx2_matches(tmp_path):
     target = ["-march=x86-64"] if platform.machine() in ("x86_64", "AMD64") else []
     library_path = tmp_path / "plain.so"
     subprocess.run([native_gemm.compiler(), "-O2", *target, "-fopenmp", "-fPIC", "-shared",
-                    "-o", str(library_path), str(native_gemm.SOURCE)], check=True, timeout=300)
+                    "-o", str(library_path), str(native_gemm.SOURCES[0])], check=True,
+                   timeout=300)
     plain = ctypes.CDLL(str(library_path))
     assert plain.rlvr_decode_gemm_simd() == 0
     plain.rlvr_decode_gemm.argtypes = native_gemm.load().rlvr_decode_gemm.argtypes

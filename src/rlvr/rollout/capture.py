@@ -77,6 +77,13 @@ class ActivationCapture:
                                      dtype=torch.long)  # [rows, T]
         self.token_logits = torch.full((shape.rows, shape.max_new_tokens), -1,
                                        dtype=torch.long)  # [rows, T]
+        # Where each pool's row 0 is and how far apart its rows are, for a native decode
+        # step that writes its GEMM outputs straight into the pools (`step_outputs`).
+        self._pool_addresses = torch.tensor([[layer[slot].data_ptr() for slot in SLOTS]
+                                             for layer in self.outputs])  # [layers, 4]
+        self._row_bytes = torch.tensor([self.outputs[0][slot].stride(0)
+                                        * self.outputs[0][slot].element_size()
+                                        for slot in SLOTS])  # [4]
         self._span = (0, 0)
         self._next_pool, self._next_logit = shape.prompts * shape.prompt_width, shape.prompts
         self._prefilling = False  # the current forward is the prefill (else a decode step)
@@ -101,14 +108,23 @@ class ActivationCapture:
         low, high = self._span
         self.outputs[layer][slot][low:high] = out.reshape(high - low, -1)
 
+    def step_outputs(self) -> torch.Tensor:
+        """Addresses [layers, 4] (int64, in SLOTS order) of the pool rows the current
+        decode step's GEMM outputs belong in: a native step writes them there directly."""
+        return self._pool_addresses + self._span[0] * self._row_bytes
+
     def put_logits(self, logits: torch.Tensor) -> None:
         """Logits [b, V]: the prefill's (one per prompt) or the current step's."""
         if self._prefilling:
             self.logits[:self.shape.prompts] = logits
             return
+        self.next_logits(logits.shape[0]).copy_(logits)
+
+    def next_logits(self, rows: int) -> torch.Tensor:
+        """The current decode step's logits rows [rows, V], to be written by the caller."""
         start = self._next_logit
-        self.logits[start:start + logits.shape[0]] = logits
-        self._next_logit += logits.shape[0]
+        self._next_logit += rows
+        return self.logits[start:start + rows]
 
     # --- read by the replay -----------------------------------------------------------
 

@@ -1,6 +1,9 @@
-"""rlvr's native decode GEMM (native/decode_gemm.c): build once, load, call.
+"""rlvr's native decode kernels (native/*.c): build once, load, call.
 
-The C source ships with the package. On first use it is compiled with the system C
+Two sources make one library: the decode GEMM (native/decode_gemm.c, called here) and
+the whole decode step built on it (native/decode_step.c, called by
+rlvr.rollout.native_step). The C sources ship with the package. On first use they are
+compiled with the system C
 compiler (`$CC`, else `cc`/`gcc`) as `-O3 -march=native -fopenmp` into the rlvr cache
 ($RLVR_CACHE or ~/.cache/rlvr, under native/), named by a hash of the source, the flags,
 the compiler's version and the CPU's feature flags, so a new compiler, CPU or source
@@ -35,7 +38,9 @@ from rlvr.models.resolve import cache_dir
 
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).parent / "native" / "decode_gemm.c"
+NATIVE = Path(__file__).parent / "native"
+SOURCES = (NATIVE / "decode_gemm.c", NATIVE / "decode_step.c")
+HEADERS = (NATIVE / "decode_gemm.h",)
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c99")
 MAX_ROWS = 16  # rows per call the kernel is meant for (a decode batch); more: torch's GEMM
 _ENV_SWITCH = "RLVR_NATIVE_KERNELS"
@@ -64,9 +69,10 @@ def _cpu_flags() -> str:
 def _library_path(cc: str) -> Path:
     version = subprocess.run([cc, "--version"], capture_output=True, text=True,
                              timeout=60).stdout
-    key = hashlib.sha256("\0".join([SOURCE.read_text(), " ".join(FLAGS), version,
+    texts = [path.read_text() for path in SOURCES + HEADERS]
+    key = hashlib.sha256("\0".join([*texts, " ".join(FLAGS), version,
                                     _cpu_flags()]).encode()).hexdigest()[:16]
-    return cache_dir() / "native" / f"decode_gemm-{key}.so"
+    return cache_dir() / "native" / f"rlvr-kernels-{key}.so"
 
 
 def _build(cc: str, target: Path) -> None:
@@ -74,10 +80,11 @@ def _build(cc: str, target: Path) -> None:
     handle, temporary = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(handle)
     try:
-        result = subprocess.run([cc, *FLAGS, "-o", temporary, str(SOURCE)],
+        result = subprocess.run([cc, *FLAGS, f"-I{NATIVE}", "-o", temporary,
+                                 *map(str, SOURCES), "-lm"],
                                 capture_output=True, text=True, timeout=300)
         if result.returncode != 0:
-            raise RuntimeError(f"{cc} failed on {SOURCE}: {result.stderr.strip()[-2000:]}")
+            raise RuntimeError(f"{cc} failed on {NATIVE}: {result.stderr.strip()[-2000:]}")
         os.replace(temporary, target)  # atomic: readers see no library or a whole one
     finally:
         if os.path.exists(temporary):
@@ -103,6 +110,8 @@ def _load_once() -> ctypes.CDLL | None:
                                          ctypes.c_void_p, ctypes.c_void_p, size,
                                          ctypes.c_int, size, size, ctypes.c_int]
     library.rlvr_decode_gemm.restype = None
+    library.rlvr_decode_step.argtypes = [ctypes.c_void_p]
+    library.rlvr_decode_step.restype = ctypes.c_int
     log.debug("native decode GEMM loaded from %s (%s)", path,
               "AVX2+FMA" if library.rlvr_decode_gemm_simd() else "plain C")
     return library
