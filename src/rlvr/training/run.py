@@ -11,6 +11,7 @@ Resumed run: the newest complete checkpoint restores weights, optimizer, schedul
 from __future__ import annotations
 
 import copy
+import gc
 import random
 import time
 from pathlib import Path
@@ -83,7 +84,15 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             trainer.order.load_state_dict(state["data"])
             run.truncate_logs_after(state["step"])
             progress.message(f"resuming {run.path} from step {state['step']}")
-        summary = _rl_steps(trainer, run, state, evaluate_now, progress)
+        # Everything built so far (model, tokenizer, data, modules imported) lives for the
+        # whole run: freezing it keeps Python's full collections from re-scanning it,
+        # which cost ~0.16 s every few steps on SmolLM2 (CPython's gc.freeze).
+        gc.collect()
+        gc.freeze()
+        try:
+            summary = _rl_steps(trainer, run, state, evaluate_now, progress)
+        finally:
+            gc.unfreeze()  # train() may be called again in this process (tests, notebooks)
     summary["wall_seconds"] = state["elapsed"]
     run.write_summary(summary)
     return summary
