@@ -164,7 +164,8 @@ class FastLlama:
             self._layers = [self._snapshot(layer) for layer in self.base.model.layers]
             self._head = DecodeLinear(*effective_linear(self.base.lm_head), borrow=True)
             self._native = NativeStep.bind(self._layers, self._head, self.base.model.norm.weight,
-                                           self._dims(), self.eps, self.scale)
+                                           self._dims(), self.output_widths(), self.eps,
+                                           self.scale)
         self._versions = versions
 
     def _dims(self) -> dict[str, int]:
@@ -191,12 +192,16 @@ class FastLlama:
     def capture_shape(self, prompts: int, prompt_width: int, n: int,
                       max_new_tokens: int) -> CaptureShape:
         """What keeping this call's activations would hold (`CaptureShape.nbytes`)."""
+        return CaptureShape(len(self.base.model.layers), self.output_widths(),
+                            self.base.config.vocab_size, prompts, prompt_width, n,
+                            max_new_tokens)
+
+    def output_widths(self) -> dict[str, int]:
+        """Each layer GEMM's output width, by capture slot (SLOTS order)."""
         h, kv, d = self.heads, self.kv_heads, self.head_dim
         hidden = self.base.config.hidden_size
-        widths = {"qkv": (h + 2 * kv) * d, "o": hidden, "gate_up": 2 * self.intermediate,
-                  "down": hidden}
-        return CaptureShape(len(self.base.model.layers), widths, self.base.config.vocab_size,
-                            prompts, prompt_width, n, max_new_tokens)
+        return {"qkv": (h + 2 * kv) * d, "o": hidden, "gate_up": 2 * self.intermediate,
+                "down": hidden}
 
     @torch.inference_mode()
     def start(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from rlvr.rollout import native_gemm
+from rlvr.rollout.capture import SLOTS
 
 # The per-layer address table's columns (decode_step.c's LAYER_FIELDS, same order).
 LAYER_FIELDS = ("input_norm", "q", "k", "v", "q_bias", "k_bias", "v_bias", "o", "o_bias",
@@ -41,21 +42,24 @@ class NativeStep:
     """One FastLlama's weights bound to the native decode step.
 
     layers: FastLlama's `_Layer`s on the native GEMM (StackedDecodeLinear pieces,
-    DecodeLinear o/down); head: the output projection's DecodeLinear; final_norm [H].
+    DecodeLinear o/down); head: the output projection's DecodeLinear; final_norm [H];
+    widths: each GEMM's output width by capture slot (FastLlama.output_widths).
     Build with `NativeStep.bind(...)`, which returns None where the C step cannot run
     (kernels unavailable, a weight not contiguous float32 on CPU, head_dim too large).
     """
 
     def __init__(self, library: ctypes.CDLL, table: torch.Tensor, keep: list[torch.Tensor],
-                 dims: dict[str, int], eps: float, scale: float, final_norm: torch.Tensor,
-                 head: Any) -> None:
+                 dims: dict[str, int], widths: dict[str, int], eps: float, scale: float,
+                 final_norm: torch.Tensor, head: Any) -> None:
         self.library, self.table, self._keep = library, table, keep
         self.dims, self.eps, self.scale = dims, eps, scale
+        self.widths = [widths[slot] for slot in SLOTS]  # outputs table column order
         self.final_norm, self.head = final_norm, head
 
     @classmethod
     def bind(cls, layers: list[Any], head: Any, final_norm: torch.Tensor,
-             dims: dict[str, int], eps: float, scale: float) -> "NativeStep | None":
+             dims: dict[str, int], widths: dict[str, int], eps: float,
+             scale: float) -> "NativeStep | None":
         library = native_gemm.load()
         if library is None or dims["head_dim"] > MAX_HEAD_DIM or dims["head_dim"] % 2:
             return None
@@ -77,8 +81,8 @@ class NativeStep:
         if not (native_gemm.usable(head.weight) and final_norm.is_contiguous()
                 and final_norm.dtype == torch.float32):
             return None
-        return cls(library, torch.tensor(rows, dtype=torch.int64), keep, dims, eps, scale,
-                   final_norm, head)
+        return cls(library, torch.tensor(rows, dtype=torch.int64), keep, dims, widths, eps,
+                   scale, final_norm, head)
 
     def run(self, stream: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
             keys: torch.Tensor, values: torch.Tensor, valid: torch.Tensor, column: int,
@@ -91,10 +95,9 @@ class NativeStep:
         d = self.dims
         b, hidden, heads, kv, head_dim = (stream.shape[0], d["hidden"], d["heads"],
                                           d["kv_heads"], d["head_dim"])
-        widths = ((heads + 2 * kv) * head_dim, hidden, 2 * d["intermediate"], hidden)
         scratch = []
         if outputs is None:  # one [b, width] buffer per GEMM, shared by all layers
-            scratch = [torch.empty(b, w) for w in widths]
+            scratch = [torch.empty(b, w) for w in self.widths]
             outputs = torch.tensor([[t.data_ptr() for t in scratch]],
                                    dtype=torch.int64).expand(d["layers"], 4).contiguous()
         self._check(stream, cos, sin, keys, values, valid, column, logits)
