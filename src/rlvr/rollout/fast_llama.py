@@ -39,6 +39,7 @@ from rlvr.rollout import native_gemm
 from rlvr.rollout.capture import SLOTS, ActivationCapture, CaptureShape
 from rlvr.rollout.decode_linear import DecodeLinear, StackedDecodeLinear
 from rlvr.rollout.native_step import NativeStep
+from rlvr.rollout.rotary import rotate, signed_sin, swap_halves
 
 SUPPORTED_TYPES = ("llama", "qwen2", "mistral")
 _FIRST_COLUMNS = 64  # new-token columns allocated up front (the buffer doubles as needed)
@@ -265,7 +266,7 @@ class FastLlama:
         inner, b = self.base.model, token.shape[0]
         stream = F.embedding(token, inner.embed_tokens.weight)  # [b, H]
         cos, sin = inner.rotary_emb(stream[:, None], self.next_pos)  # [b, 1, D] each
-        cos, sin = cos[:, 0].contiguous(), _signed_sin(sin[:, 0]).contiguous()  # [b, D]
+        cos, sin = cos[:, 0].contiguous(), signed_sin(sin[:, 0]).contiguous()  # [b, D]
         if self.capture is not None:
             outputs, logits = self.capture.step_outputs(), self.capture.next_logits(b)
         else:
@@ -310,7 +311,7 @@ class FastLlama:
         inner = self.base.model
         hidden = F.embedding(ids, inner.embed_tokens.weight)  # [b, s, H]
         cos, sin = inner.rotary_emb(hidden, positions)  # [b, s, D] each
-        cos, sin = cos[:, :, None], _signed_sin(sin)[:, :, None]  # [b, s, 1, D]
+        cos, sin = cos[:, :, None], signed_sin(sin)[:, :, None]  # [b, s, 1, D]
         start, stop = self.length, self.length + ids.shape[1]
         for index, layer in enumerate(self._running):
             normed = self._rms_norm(hidden, layer.input_norm)
@@ -333,7 +334,7 @@ class FastLlama:
         if s == 1 and repeat == 1:
             return self._decode_attention(qkv[:, 0], cos[:, 0], sin[:, 0], keys, values,
                                           allowed, start)
-        qk = _rotate(qkv[:, :, :h + kv], cos, sin)  # [b, s, h+kv, D]
+        qk = rotate(qkv[:, :, :h + kv], cos, sin)  # [b, s, h+kv, D]
         q = qk[:, :, :h].transpose(1, 2)  # [b, h, s, D]
         k = qk[:, :, h:].transpose(1, 2)  # [b, kv, s, D]
         v = qkv[:, :, h + kv:].transpose(1, 2)  # [b, kv, s, D]
@@ -362,7 +363,7 @@ class FastLlama:
         b = qkv.shape[0]
         h, kv, d = self.heads, self.kv_heads, self.head_dim
         length = column + 1
-        swapped = _swap_halves(qkv[:, :h + kv])  # [b, h+kv, D]
+        swapped = swap_halves(qkv[:, :h + kv])  # [b, h+kv, D]
         q = qkv[:, :h] * cos  # [b, h, D], contiguous: its (row, kv head) blocks are views
         q.addcmul_(swapped[:, :h], sin)
         new_keys = keys[:, :, column]  # [b, kv, D], rotated in place in the buffer
@@ -412,23 +413,3 @@ class _Recorded:
         out = self.linear(x)
         self.capture.put(self.layer, self.slot, out)
         return out
-
-
-def _signed_sin(sin: torch.Tensor) -> torch.Tensor:
-    """sin [.., D] with its first half negated: rotate_half(x) * sin equals
-    _swap_halves(x) * _signed_sin(sin), one pass fewer per rotation."""
-    half = sin.shape[-1] // 2
-    return torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
-
-
-def _swap_halves(x: torch.Tensor) -> torch.Tensor:
-    """cat(x2, x1) of x [.., D] = [x1, x2], as a new contiguous tensor (one flip)."""
-    half = x.shape[-1] // 2
-    return x.unflatten(-1, (2, half)).flip(-2).flatten(-2)
-
-
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding on x [b, s, heads, D] with cos and signed sin [b, s, 1, D]
-    (`_signed_sin`): transformers' Llama half-split convention, x * cos +
-    rotate_half(x) * sin with rotate_half(x) = cat(-x2, x1)."""
-    return (x * cos).addcmul_(_swap_halves(x), sin)

@@ -4,34 +4,37 @@ Until the optimizer steps, the update's forward computes the same function the d
 forward just computed: the same weights, each prompt token once and each completion
 token once (the packed GRPO row of rlvr.training.shared_prefix, tree attention). When
 the decode kept its GEMM outputs (rlvr.rollout.capture), this module runs that packed
-forward with every linear layer returning its kept output instead of multiplying:
-`_KeptLinear` is an autograd function whose forward hands back the kept tensor and whose
-backward is the linear layer's own (dX = dY W, dW = dY^T X, db = sum dY). Norms, rotary
-embeddings, attention and activations still run, on the kept values, so autograd holds
-everything the backward needs; the forward's matmuls (a third of the update's FLOPs)
-are gone. The log-probs of the sampled tokens then equal the sampler's, as a first
-epoch's must.
+forward from them instead of multiplying: every decoder layer is
+rlvr.training.replay_layers' (two adds forward; the rest recomputed in a hand-written
+backward), the final norm runs as usual on the kept positions, and the lm_head is
+`_KeptLinear`, an autograd function whose forward hands back the kept logits and whose
+backward is the linear layer's own (dX = dY W, dW = dY^T X, db = sum dY). The forward's
+matmuls (a third of the update's FLOPs) are gone, and the log-probs of the sampled
+tokens equal the sampler's, as a first epoch's must.
 
 Used only when it is exact: every row's activations come from one decode call of this
 model whose parameters have not changed since (torch bumps a tensor's version on every
 in-place update, which is how optimizers write), plain `nn.Linear` projections (no
 LoRA wrappers, whose base and adapter outputs the decode fused), a Llama-family model
-the tree attention runs, no dropout, no activation checkpointing. Anything else returns
-None and the caller runs the ordinary forward.
+rlvr.rollout.fast_llama and the tree attention reproduce, no attention dropout.
+Anything else returns None and the caller runs the ordinary forward. Activation
+checkpointing needs no exception: the replayed layers hold only their inputs.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
-from rlvr.rollout.capture import ActivationCapture
-from rlvr.rollout.fast_llama import projections
-from rlvr.training.shared_prefix import (Group, _packed_length, _recomputes_activations,
-                                         group_rows, packed_logits)
-from rlvr.training.tree_attention import supports_tree_attention
+from rlvr.rollout.capture import SLOTS, ActivationCapture
+from rlvr.rollout.fast_llama import projections, supports
+from rlvr.rollout.rotary import signed_sin
+from rlvr.training.replay_layers import Kept, LayerShape, Packed, replay_layer
+from rlvr.training.shared_prefix import (Group, gather_index, group_rows, pack_group,
+                                         packed_length)
+from rlvr.training.tree_attention import build_tree_layout, supports_tree_attention
 
 
 class _KeptLinear(torch.autograd.Function):
@@ -72,8 +75,7 @@ def replay_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Ten
     plan = _plan(capture, groups, rows)
     if plan is None:
         return None
-    with _kept_linears(model, capture, *plan):
-        return packed_logits(model, groups, completion_ids, tree=True)
+    return _replayed_logits(model, capture, groups, completion_ids, *plan)
 
 
 def _usable_capture(model: Any, activations: Sequence[Any] | None) -> ActivationCapture | None:
@@ -86,7 +88,7 @@ def _usable_capture(model: Any, activations: Sequence[Any] | None) -> Activation
         return None  # peft: the decode fused base and adapter outputs into one GEMM
     if capture.versions != tuple(p._version for p in model.parameters()):
         return None  # the weights moved since sampling (a later minibatch or epoch)
-    if (not supports_tree_attention(model) or _recomputes_activations(model)
+    if (not supports(model) or not supports_tree_attention(model)
             or getattr(model.config, "attention_dropout", 0.0)):
         return None
     if any(type(m) is not torch.nn.Linear for m in projections(model)):
@@ -97,9 +99,9 @@ def _usable_capture(model: Any, activations: Sequence[Any] | None) -> Activation
 def _plan(capture: ActivationCapture, groups: Sequence[Group], rows: list[int]
           ) -> tuple[torch.Tensor, torch.Tensor] | None:
     """Pool rows [G, L] of every packed position (padding: the zero row) and logits rows
-    [K] of every kept position, in the order `packed_logits` lays them out: per group its
-    prompt, then each member's fed tokens (all but its last)."""
-    length = max(_packed_length(g) for g in groups)
+    [K] of every kept position, in the order of the packed rows (shared_prefix.pack_group):
+    per group its prompt, then each member's fed tokens (all but its last)."""
+    length = max(packed_length(g) for g in groups)
     pool = torch.full((len(groups), length), capture.capacity, dtype=torch.long)  # [G, L]
     logits = []
     for g, group in enumerate(groups):
@@ -121,48 +123,34 @@ def _plan(capture: ActivationCapture, groups: Sequence[Group], rows: list[int]
     return pool, torch.cat(logits)
 
 
-@contextmanager
-def _kept_linears(model: Any, capture: ActivationCapture, pool: torch.Tensor,
-                  logits_rows: torch.Tensor) -> Iterator[None]:
-    """Within: each projection of `model` returns its kept output for the packed layout
-    (checked against the input's shape), the lm_head the kept logits."""
-    index = pool.reshape(-1)  # [G*L]
-    groups, length = pool.shape
-    patched = [(model.lm_head, capture.logits.index_select(0, logits_rows))]  # [K, V]
-    for layer, kept in zip(model.model.layers, capture.outputs):
-        def take(slot: str) -> torch.Tensor:
-            return kept[slot].index_select(0, index).view(groups, length, -1)  # [G, L, w]
-        attention, mlp = layer.self_attn, layer.mlp
-        q, k = attention.q_proj.out_features, attention.k_proj.out_features
-        gate = mlp.gate_proj.out_features
-        qkv, gate_up = take("qkv"), take("gate_up")
-        # Contiguous pieces: the attention views q/k/v as heads.
-        patched += [(attention.q_proj, qkv[..., :q].contiguous()),
-                    (attention.k_proj, qkv[..., q:q + k].contiguous()),
-                    (attention.v_proj, qkv[..., q + k:].contiguous()),
-                    (attention.o_proj, take("o")),
-                    (mlp.gate_proj, gate_up[..., :gate].contiguous()),
-                    (mlp.up_proj, gate_up[..., gate:].contiguous()),
-                    (mlp.down_proj, take("down"))]
-    calls = {id(module): 0 for module, _ in patched}
-    try:
-        for module, output in patched:
-            module.forward = _kept_forward(module, output, calls)
-        yield
-    finally:
-        for module, _ in patched:
-            vars(module).pop("forward", None)
-    if any(count != 1 for count in calls.values()):
-        raise RuntimeError("replay: a projection ran other than once in the packed forward "
-                           f"({sorted(set(calls.values()))} calls); the model's forward "
-                           "does not match the decode layout")
-
-
-def _kept_forward(module: torch.nn.Linear, output: torch.Tensor, calls: dict[int, int]) -> Any:
-    def forward(x: torch.Tensor) -> torch.Tensor:
-        calls[id(module)] += 1
-        if x.shape[:-1] != output.shape[:-1]:
-            raise RuntimeError(f"replay: {type(module).__name__} got input {tuple(x.shape)}, "
-                               f"kept output is {tuple(output.shape)}")
-        return _KeptLinear.apply(x, module.weight, module.bias, output)
-    return forward
+def _replayed_logits(model: Any, capture: ActivationCapture, groups: Sequence[Group],
+                     completion_ids: torch.Tensor, pool: torch.Tensor,
+                     logits_rows: torch.Tensor) -> torch.Tensor:
+    """Logits [B, T, V]: the packed rows (shared_prefix.pack_group) through the replayed
+    layers, the final norm at the kept positions, the kept logits as the lm_head's."""
+    inner, device = model.model, completion_ids.device
+    packed = [pack_group(g, completion_ids) for g in groups]
+    ids = pad_sequence([p[0] for p in packed], batch_first=True)  # [G, L]
+    positions = pad_sequence([p[1] for p in packed], batch_first=True)  # [G, L]
+    keep = pad_sequence([p[3] for p in packed], batch_first=True).reshape(-1)  # [G*L] bool
+    if ids.shape != pool.shape:
+        raise RuntimeError(f"replay: packed rows {tuple(ids.shape)} but the kept rows' plan "
+                           f"is {tuple(pool.shape)}")
+    layout = build_tree_layout([len(g.prompt) for g in groups],
+                               [[max(n - 1, 0) for n in g.lengths] for g in groups],
+                               ids.shape[1], device)
+    hidden = inner.embed_tokens(ids)  # [G, L, H] (the module: its padding_idx gets no gradient)
+    cos, sin = inner.rotary_emb(hidden, positions)  # [G, L, D] each
+    shared = Packed(cos=cos.reshape(-1, 1, cos.shape[-1]),
+                    sin=signed_sin(sin).reshape(-1, 1, sin.shape[-1]),
+                    layout=layout, shape=LayerShape.of(model))
+    hidden = hidden.reshape(-1, hidden.shape[-1])  # [N, H], N = G*L
+    index = pool.reshape(-1)  # [N] pool rows (padding: the zero row)
+    for layer, outputs in zip(inner.layers, capture.outputs):
+        kept = Kept(*(outputs[slot].index_select(0, index) for slot in SLOTS))
+        hidden = replay_layer(layer, hidden, kept, shared)  # [N, H]
+    normed = inner.norm(hidden[keep])  # [K, H]
+    head = model.lm_head
+    logits = _KeptLinear.apply(normed, head.weight, head.bias,
+                               capture.logits.index_select(0, logits_rows))  # [K, V]
+    return logits[gather_index(groups, completion_ids.shape, device)]  # [B, T, V]

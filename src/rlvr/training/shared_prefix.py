@@ -93,7 +93,7 @@ class ModelShape:
                    attention_width=config.num_hidden_layers * heads * head_dim,
                    trainable_params=sum(p.numel() for p in params if p.requires_grad),
                    attention=_attention(model),
-                   no_cache=_recomputes_activations(model) and torch.is_grad_enabled(),
+                   no_cache=recomputes_activations(model) and torch.is_grad_enabled(),
                    tree=supports_tree_attention(model))
 
 
@@ -162,7 +162,7 @@ def path_costs(shape: ModelShape, groups: Sequence[Group], prompt_width: int, wi
                     for g in groups)
         extra = (2 * len(groups) - 1) * shape.trainable_params * EXTRA_GRADIENT_FLOPS_PER_PARAM
         costs["two_pass"] = flops(tokens, pairs) + (extra if grad else 0.0)
-    length = max(_packed_length(g) for g in groups)
+    length = max(packed_length(g) for g in groups)
     if shape.attention in PACKABLE_ATTENTION:
         costs["packed"] = flops(len(groups) * length, len(groups) * length ** 2)
     if shape.tree:
@@ -182,7 +182,7 @@ def choose_path(shape: ModelShape, groups: Sequence[Group], prompt_width: int, w
     return min(costs, key=costs.__getitem__)
 
 
-def _packed_length(group: Group) -> int:
+def packed_length(group: Group) -> int:
     return len(group.prompt) + sum(max(length - 1, 0) for length in group.lengths)
 
 
@@ -193,7 +193,7 @@ def packed_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Ten
     """One forward over every group packed as one row (see the module docstring), its
     attention by `tree_attention` (tree) or by the model's own with the 4D mask."""
     device = completion_ids.device
-    rows = [_pack_group(g, completion_ids) for g in groups]
+    rows = [pack_group(g, completion_ids) for g in groups]
     input_ids = pad_sequence([r[0] for r in rows], batch_first=True)  # [G, L]
     positions = pad_sequence([r[1] for r in rows], batch_first=True)  # [G, L]
     keep = pad_sequence([r[3] for r in rows], batch_first=True)  # [G, L] bool
@@ -215,10 +215,10 @@ def packed_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Ten
         dtype = model.get_input_embeddings().weight.dtype
         mask = tree_attention_mask(segments, dtype, additive=_attention(model) != "sdpa")
         logits = model(**inputs, attention_mask=mask).logits  # [K, V], K = keep.sum()
-    return logits[_gather_index(groups, completion_ids.shape, device)]  # [B, T, V]
+    return logits[gather_index(groups, completion_ids.shape, device)]  # [B, T, V]
 
 
-def _pack_group(group: Group, completion_ids: torch.Tensor
+def pack_group(group: Group, completion_ids: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """ids, position ids, segment ids and keep flags [L] of one group's packed row."""
     device, p = completion_ids.device, len(group.prompt)
@@ -252,7 +252,7 @@ def tree_attention_mask(segments: torch.Tensor, dtype: torch.dtype, additive: bo
     return zero.masked_fill(~allowed, torch.finfo(dtype).min)[:, None]  # [G, 1, L, L]
 
 
-def _gather_index(groups: Sequence[Group], shape: torch.Size, device: torch.device
+def gather_index(groups: Sequence[Group], shape: torch.Size, device: torch.device
                   ) -> torch.Tensor:
     """[B, T] index into the kept logits [K, V] (row-major over the packed rows: a
     group's last prompt position, then its members' fed tokens in order). Token 0 and
@@ -307,7 +307,7 @@ def _attention(model: Any) -> str:
     return str(getattr(model.config, "_attn_implementation", None))
 
 
-def _recomputes_activations(model: Any) -> bool:
+def recomputes_activations(model: Any) -> bool:
     """Activation checkpointing is on; in training mode with grad it drops the KV cache."""
     flag = getattr(model, "is_activation_checkpointing", None)  # transformers >= 5.2x
     if flag is None:
