@@ -46,7 +46,7 @@ def logits_for(path: str, model, batch) -> torch.Tensor:
                      position_ids=batch.position_ids,
                      logits_to_keep=batch.width + 1).logits[:, :-1]  # [B, T, V]
     return shared_prompt_logits(model, batch.input_ids, batch.attention_mask,
-                                batch.completion_ids, batch.mask, path=path)  # [B, T, V]
+                                batch.completion_ids, batch.mask, path=path).dense()  # [B, T, V]
 
 
 def step(path: str, model, batch, grad: bool = True) -> tuple[float, torch.Tensor]:

@@ -66,7 +66,7 @@ def _count_kept(monkeypatch) -> list[int]:
 def _loss_and_grads(model, batch):
     model.zero_grad(set_to_none=True)
     model.train()
-    logits = completion_logits(model, batch)  # [B, T, V]
+    logits = completion_logits(model, batch).dense()  # [B, T, V]
     logprobs = token_logprobs(logits, batch.completion_ids, 1.0)  # [B, T]
     weights = torch.linspace(-1.0, 1.0, batch.mask.shape[0])[:, None]  # [B, 1]
     (logprobs * batch.mask * weights).sum().backward()

@@ -52,7 +52,7 @@ def _assert_matches_full_forward(model, batch, path):
     full = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                  position_ids=batch.position_ids, logits_to_keep=batch.width + 1).logits[:, :-1]
     shared = shared_prompt_logits(model, batch.input_ids, batch.attention_mask,
-                                  batch.completion_ids, batch.mask, path=path)
+                                  batch.completion_ids, batch.mask, path=path).dense()
     assert shared.shape == full.shape
     real = batch.mask.bool()  # [B, T]
     assert real.any()
@@ -111,7 +111,7 @@ def test_automatic_choice_matches_full_forward():
         full = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                      position_ids=batch.position_ids, logits_to_keep=batch.width + 1).logits
         shared = shared_prompt_logits(model, batch.input_ids, batch.attention_mask,
-                                      batch.completion_ids, batch.mask)
+                                      batch.completion_ids, batch.mask).dense()
     real = batch.mask.bool()  # [B, T]
     torch.testing.assert_close(shared[real], full[:, :-1][real], rtol=1e-4, atol=1e-4)
 
@@ -276,7 +276,7 @@ def test_attention_implementation_restored_after_the_tree_forward():
         assert model.config._attn_implementation == before
         assert all(layer.self_attn.config._attn_implementation == before
                    for layer in model.model.layers)
-        logits.sum().backward()  # checkpointing recomputes under the tree, then restores
+        logits.table.sum().backward()  # checkpointing recomputes under the tree, then restores
         assert model.config._attn_implementation == before
         assert functions == {name: vars(m).get("_gradient_checkpointing_func")
                              for name, m in model.named_modules()}

@@ -21,6 +21,7 @@ from rlvr.algorithms.logprobs import token_logprobs
 from rlvr.algorithms.overlong import mask_truncated, soft_overlong_penalty
 from rlvr.algorithms.policy_loss import (GSPO, POLICY_LOSSES, PolicyLoss, PolicyLossOutput,
                                          PPOClip, clipped_surrogate, sequence_log_ratio)
+from rlvr.algorithms.row_logits import RowLogits, token_logprobs_and_entropy
 from rlvr.algorithms.registry import (advantage_estimator, kl_estimator, loss_aggregation,
                                       policy_loss)
 
@@ -28,9 +29,10 @@ __all__ = [
     "ADVANTAGES", "AGGREGATIONS", "KL_ESTIMATORS", "POLICY_LOSSES",
     "AdvantageEstimator", "ConstantNormalizer", "DrGRPO", "GRPO", "GSPO", "GroupAccumulator",
     "LossAggregation", "PPOClip", "PolicyLoss", "PolicyLossOutput", "RLOO", "ReinforcePP",
-    "ReinforcePPBaseline", "SequenceMean", "TokenMean",
+    "ReinforcePPBaseline", "RowLogits", "SequenceMean", "TokenMean",
     "advantage_estimator", "clipped_surrogate", "kl_estimator", "kl_k1", "kl_k2", "kl_k3",
     "kl_reward_per_sequence", "kl_reward_to_go", "loss_aggregation", "mask_truncated",
     "masked_mean", "masked_whiten", "nonconstant_groups", "policy_loss", "sequence_log_ratio",
-    "soft_overlong_penalty", "token_entropy", "token_logprobs", "weighted_sum",
+    "soft_overlong_penalty", "token_entropy", "token_logprobs", "token_logprobs_and_entropy",
+    "weighted_sum",
 ]

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 import torch
 
+from rlvr.algorithms.row_logits import RowLogits
 from rlvr.rollout.base import Completion
 from rlvr.training.replay import replay_logits
 from rlvr.training.shared_prefix import shared_prompt_logits
@@ -69,18 +70,19 @@ def pack(completions: Sequence[Completion], pad_id: int, device: torch.device) -
                        None if any(k is None for k in kept) else kept)
 
 
-def completion_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
-    """Logits predicting each completion token: [B, T, V] (only T+1 positions computed).
-    From the sampler's kept activations when that is exact (rlvr.training.replay); else
-    rows that share a prompt run it once (rlvr.training.shared_prefix)."""
+def completion_logits(model: Any, batch: PackedBatch) -> RowLogits:
+    """Logits predicting each completion token: [B, T, V] as RowLogits (each distinct
+    position's row once; only T+1 positions computed). From the sampler's kept
+    activations when that is exact (rlvr.training.replay); else rows that share a prompt
+    run it once (rlvr.training.shared_prefix)."""
     replayed = replay_logits(model, batch.input_ids, batch.attention_mask,
                              batch.completion_ids, batch.mask, batch.activations)
     if replayed is not None:
-        return replayed  # [B, T, V]
+        return replayed
     shared = shared_prompt_logits(model, batch.input_ids, batch.attention_mask,
                                   batch.completion_ids, batch.mask)
     if shared is not None:
-        return shared  # [B, T, V]
+        return shared
     out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                 position_ids=batch.position_ids, logits_to_keep=batch.width + 1)
-    return out.logits[:, :-1]  # [B, T, V]
+    return RowLogits.of(out.logits[:, :-1])  # [B, T, V] rows, a view

@@ -21,7 +21,7 @@ import torch
 
 from rlvr.algorithms import (GroupAccumulator, advantage_estimator, kl_estimator,
                              kl_reward_per_sequence, loss_aggregation, mask_truncated,
-                             masked_mean, policy_loss, token_entropy, token_logprobs,
+                             masked_mean, policy_loss, token_logprobs_and_entropy,
                              weighted_sum)
 from rlvr.data.prompts import PromptRenderer
 from rlvr.data.records import TaskRecord
@@ -97,8 +97,9 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     old_logprobs = batch.old_logprobs
     if cfg.algorithm.recompute_old_logprobs:
         with torch.no_grad():
-            old_logprobs = token_logprobs(completion_logits(t.model, batch),
-                                          batch.completion_ids, cfg.sampling.temperature)
+            old_logprobs, _ = token_logprobs_and_entropy(completion_logits(t.model, batch),
+                                                         batch.completion_ids,
+                                                         cfg.sampling.temperature)
     update = policy_update(t, step, batch, mask, advantages.flatten(), old_logprobs,
                            ref_logprobs)
     t.engine.sync_weights(t.model)  # a reference swap here; a weight copy for vLLM
@@ -155,8 +156,9 @@ def reference_logprobs(t: Trainer, batch: PackedBatch) -> torch.Tensor | None:
     if t.reference is None or t.cfg.algorithm.kl_beta == 0:
         return None
     with torch.no_grad():
-        return token_logprobs(completion_logits(t.reference, batch), batch.completion_ids,
-                              t.cfg.sampling.temperature)
+        logprobs, _ = token_logprobs_and_entropy(completion_logits(t.reference, batch),
+                                                 batch.completion_ids, t.cfg.sampling.temperature)
+        return logprobs
 
 
 def policy_update(t: Trainer, step: int, batch: PackedBatch, mask: torch.Tensor,
@@ -238,8 +240,10 @@ def _loss_backward(t: Trainer, batch: PackedBatch, mask: torch.Tensor, weights: 
                    advantages: torch.Tensor, old_logprobs: torch.Tensor,
                    ref_logprobs: torch.Tensor | None) -> dict[str, float]:
     a, temperature = t.cfg.algorithm, t.cfg.sampling.temperature
-    logits = completion_logits(t.model, batch)  # [b, T, V]
-    logprobs = token_logprobs(logits, batch.completion_ids, temperature)  # [b, T]
+    # One pass over the logits rows gives both; entropy is differentiable, and costs no
+    # backward work unless an entropy bonus uses it.
+    logprobs, entropy = token_logprobs_and_entropy(completion_logits(t.model, batch),
+                                                   batch.completion_ids, temperature)  # [b, T]
     out = t.algo["policy_loss"](logprobs, old_logprobs, advantages.to(logprobs.dtype), mask)
     loss = weighted_sum(out.loss, mask, weights)
     stats = {name: float(value) for name, value in out.stats.items()}
@@ -250,11 +254,7 @@ def _loss_backward(t: Trainer, batch: PackedBatch, mask: torch.Tensor, weights: 
     if ref_logprobs is not None:
         stats["kl"] = float(masked_mean(t.algo["kl"](logprobs.detach(), ref_logprobs), mask))
     if a.entropy_coef > 0:
-        entropy = token_entropy(logits, temperature)  # [b, T]
         loss = loss - a.entropy_coef * weighted_sum(entropy, mask, weights)
-    else:
-        with torch.no_grad():
-            entropy = token_entropy(logits.detach(), temperature)  # [b, T]
     stats["entropy"] = float(masked_mean(entropy.detach(), mask))
     loss.backward()
     stats["loss"] = float(loss.detach())

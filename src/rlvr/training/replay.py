@@ -28,6 +28,7 @@ from typing import Any, Sequence
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from rlvr.algorithms.row_logits import RowLogits
 from rlvr.rollout.capture import SLOTS, ActivationCapture
 from rlvr.rollout.fast_llama import projections, supports
 from rlvr.rollout.rotary import signed_sin
@@ -62,9 +63,10 @@ class _KeptLinear(torch.autograd.Function):
 
 def replay_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                   completion_ids: torch.Tensor, completion_mask: torch.Tensor,
-                  activations: Sequence[Any] | None) -> torch.Tensor | None:
+                  activations: Sequence[Any] | None) -> RowLogits | None:
     """Logits [B, T, V] predicting completion_ids [B, T] (the batch layout of
-    rlvr.training.batch) from kept activations, or None when replaying is not exact."""
+    rlvr.training.batch; as RowLogits over the kept rows) from kept activations, or None
+    when replaying is not exact."""
     capture = _usable_capture(model, activations)
     if capture is None:
         return None
@@ -125,7 +127,7 @@ def _plan(capture: ActivationCapture, groups: Sequence[Group], rows: list[int]
 
 def _replayed_logits(model: Any, capture: ActivationCapture, groups: Sequence[Group],
                      completion_ids: torch.Tensor, pool: torch.Tensor,
-                     logits_rows: torch.Tensor) -> torch.Tensor:
+                     logits_rows: torch.Tensor) -> RowLogits:
     """Logits [B, T, V]: the packed rows (shared_prefix.pack_group) through the replayed
     layers, the final norm at the kept positions, the kept logits as the lm_head's."""
     inner, device = model.model, completion_ids.device
@@ -153,4 +155,4 @@ def _replayed_logits(model: Any, capture: ActivationCapture, groups: Sequence[Gr
     head = model.lm_head
     logits = _KeptLinear.apply(normed, head.weight, head.bias,
                                capture.logits.index_select(0, logits_rows))  # [K, V]
-    return logits[gather_index(groups, completion_ids.shape, device)]  # [B, T, V]
+    return RowLogits(logits, gather_index(groups, completion_ids.shape, device))  # [K, V]

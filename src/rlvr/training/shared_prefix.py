@@ -47,6 +47,7 @@ from typing import Any, Sequence
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from rlvr.algorithms.row_logits import RowLogits
 from rlvr.rollout.hf import cache_kwarg
 from rlvr.training.tree_attention import (build_tree_layout, supports_tree_attention,
                                           tree_attention_enabled)
@@ -99,8 +100,9 @@ class ModelShape:
 
 def shared_prompt_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                          completion_ids: torch.Tensor, completion_mask: torch.Tensor,
-                         path: str | None = None) -> torch.Tensor | None:
-    """Logits [B, T, V] predicting completion_ids [B, T], from input_ids [B, P+T] laid out
+                         path: str | None = None) -> RowLogits | None:
+    """Logits [B, T, V] predicting completion_ids [B, T] (as RowLogits: each distinct
+    position's row once), from input_ids [B, P+T] laid out
     as rlvr.training.batch packs them (prompt left-padded to P columns, completions
     right-padded). Real (mask = 1) positions equal the plain full-batch forward. None
     when no two rows share a prompt or when the plain forward is estimated cheapest.
@@ -189,7 +191,7 @@ def packed_length(group: Group) -> int:
 # ---- packed: one forward over all groups -------------------------------------------------
 
 def packed_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Tensor,
-                  tree: bool = False) -> torch.Tensor:
+                  tree: bool = False) -> RowLogits:
     """One forward over every group packed as one row (see the module docstring), its
     attention by `tree_attention` (tree) or by the model's own with the 4D mask."""
     device = completion_ids.device
@@ -215,7 +217,7 @@ def packed_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Ten
         dtype = model.get_input_embeddings().weight.dtype
         mask = tree_attention_mask(segments, dtype, additive=_attention(model) != "sdpa")
         logits = model(**inputs, attention_mask=mask).logits  # [K, V], K = keep.sum()
-    return logits[gather_index(groups, completion_ids.shape, device)]  # [B, T, V]
+    return RowLogits(logits, gather_index(groups, completion_ids.shape, device))  # [K, V]
 
 
 def pack_group(group: Group, completion_ids: torch.Tensor
@@ -273,7 +275,7 @@ def gather_index(groups: Sequence[Group], shape: torch.Size, device: torch.devic
 # ---- two-pass: prompt once with a KV cache, completions on top ---------------------------
 
 def two_pass_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Tensor,
-                    completion_mask: torch.Tensor) -> torch.Tensor:
+                    completion_mask: torch.Tensor) -> RowLogits:
     """Per group: the prompt (batch 1, with grad) fills a KV cache that is repeated n
     times and the n completions run on top of it (the cache copies carry the
     gradient back to the one prompt pass)."""
@@ -283,7 +285,7 @@ def two_pass_logits(model: Any, groups: Sequence[Group], completion_ids: torch.T
                                     completion_mask[group.rows]))  # [n, T, V]
         order.extend(group.rows)
     inverse = torch.argsort(torch.tensor(order, device=completion_ids.device))
-    return torch.cat(pieces)[inverse]  # [B, T, V] in the batch's row order
+    return RowLogits.of(torch.cat(pieces)[inverse])  # [B, T, V] in the batch's row order
 
 
 def _group_logits(model: Any, prompt: tuple[int, ...], completions: torch.Tensor,
