@@ -18,6 +18,35 @@ def build_optimizer(model: Any, lr: float, weight_decay: float,
                              fused=fused or None)
 
 
+def allocate_state(optimizer: torch.optim.Optimizer) -> bool:
+    """Create Adam(W)'s per-parameter state now (step 0, zero moments: what torch creates
+    at the first step), for an optimizer that has none yet. Returns whether it did.
+
+    Why: created lazily, the moments (2x the trainable parameters) are allocated in the
+    middle of the first update, above that step's temporaries, and the following steps
+    fault in fresh pages around them: on SmolLM2-135M (2-core CPU, glibc heap retained)
+    ~100k page faults and ~1 s more in RL step 2 (3.6-4.0 s vs 2.6-2.7 s). Allocated
+    before the first step they sit below everything a step frees and reuses.
+    Only for torch's Adam/AdamW without amsgrad or capturable (any other optimizer is
+    left to create its own state); tests compare the steps with torch's own state."""
+    if type(optimizer) not in (torch.optim.Adam, torch.optim.AdamW) or optimizer.state:
+        return False
+    if any(g.get("amsgrad") or g.get("capturable") for g in optimizer.param_groups):
+        return False
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if not p.requires_grad:
+                continue
+            # torch keeps the step on the parameter's device for the fused kernel, on the
+            # CPU otherwise; float32 either way.
+            device = p.device if group.get("fused") else torch.device("cpu")
+            optimizer.state[p] = {
+                "step": torch.zeros((), dtype=torch.float32, device=device),
+                "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
+                "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
+    return True
+
+
 class WarmupDecay:
     """lr multiplier at optimizer step s: linear warmup over `warmup` steps (from 1/warmup),
     then `kind` decay to `min_ratio` at `total` steps. A class, not a closure, so the

@@ -28,7 +28,7 @@ from rlvr.training.config import TrainConfig
 from rlvr.training.evaluate import evaluate
 from rlvr.training.loop import Trainer, rl_step
 from rlvr.training.memory import retain_freed_memory
-from rlvr.training.optim import build_optimizer, build_scheduler
+from rlvr.training.optim import allocate_state, build_optimizer, build_scheduler
 from rlvr.training.prompt_order import PromptOrder
 from rlvr.training.setup import load_data, load_policy, prompt_renderer
 from rlvr.training.sft import supervised_warmstart
@@ -84,6 +84,9 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             trainer.order.load_state_dict(state["data"])
             run.truncate_logs_after(state["step"])
             progress.message(f"resuming {run.path} from step {state['step']}")
+        # After the step-0 checkpoint (which then holds no all-zero moments) and a resume
+        # (whose state is loaded): the moments now, below every step's temporaries.
+        allocate_state(trainer.optimizer)
         # Everything built so far (model, tokenizer, data, modules imported) lives for the
         # whole run: freezing it keeps Python's full collections from re-scanning it,
         # which cost ~0.16 s every few steps on SmolLM2 (CPython's gc.freeze).
