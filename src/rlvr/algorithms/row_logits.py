@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from rlvr.algorithms._chunks import chunk_rows_for, compute_dtype
+from rlvr.algorithms._chunks import chunk_rows_for, compute_dtype, scaled
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class _RowTokenStats(torch.autograd.Function):
         entropy = torch.empty_like(lse)  # [R]
         for start in range(0, table.shape[0], chunk_rows):
             stop = min(start + chunk_rows, table.shape[0])
-            z = _scaled(table[start:stop], temperature, dtype)  # [C, V]
+            z = scaled(table[start:stop], temperature)  # [C, V]
             peak = z.amax(-1, keepdim=True)  # [C, 1]
             weights = torch.sub(z, peak).exp_()  # [C, V]: p up to its normaliser
             total = weights.sum(-1)  # [C]
@@ -115,7 +115,7 @@ class _RowTokenStats(torch.autograd.Function):
         in_place = table.dtype == dtype  # compute each chunk where it is written
         for start in range(0, rows, ctx.chunk_rows):
             stop = min(start + ctx.chunk_rows, rows)
-            z = _scaled(table[start:stop], temperature, dtype)  # [C, V]
+            z = scaled(table[start:stop], temperature)  # [C, V]
             log_p = torch.sub(z, lse[start:stop, None],
                               out=grad_table[start:stop] if in_place else None)  # [C, V]
             factor = logprob_rows[start:stop, None] * (-1.0 / temperature)  # [C, 1]
@@ -147,7 +147,3 @@ def _row_dots(weights: Tensor, z: Tensor) -> Tensor:
         dots = torch.linalg.vecdot(weights, z.clamp(min=torch.finfo(z.dtype).min))
     return dots
 
-
-def _scaled(block: Tensor, temperature: float, dtype: torch.dtype) -> Tensor:
-    z = block.to(dtype)
-    return z / temperature if temperature != 1.0 else z

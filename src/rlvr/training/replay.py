@@ -26,16 +26,15 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import torch
-from torch.nn.utils.rnn import pad_sequence
 
 from rlvr.algorithms.row_logits import RowLogits
 from rlvr.rollout.capture import SLOTS, ActivationCapture
 from rlvr.rollout.fast_llama import projections, supports
 from rlvr.rollout.rotary import signed_sin
 from rlvr.training.replay_layers import Kept, LayerShape, Packed, replay_layer
-from rlvr.training.shared_prefix import (Group, gather_index, group_rows, pack_group,
+from rlvr.training.shared_prefix import (Group, gather_index, group_rows, pack_rows,
                                          packed_length)
-from rlvr.training.tree_attention import build_tree_layout, supports_tree_attention
+from rlvr.training.tree_attention import supports_tree_attention
 
 
 class _KeptLinear(torch.autograd.Function):
@@ -101,7 +100,7 @@ def _usable_capture(model: Any, activations: Sequence[Any] | None) -> Activation
 def _plan(capture: ActivationCapture, groups: Sequence[Group], rows: list[int]
           ) -> tuple[torch.Tensor, torch.Tensor] | None:
     """Pool rows [G, L] of every packed position (padding: the zero row) and logits rows
-    [K] of every kept position, in the order of the packed rows (shared_prefix.pack_group):
+    [K] of every kept position, in the order of the packed rows (shared_prefix.pack_rows):
     per group its prompt, then each member's fed tokens (all but its last)."""
     length = max(packed_length(g) for g in groups)
     pool = torch.full((len(groups), length), capture.capacity, dtype=torch.long)  # [G, L]
@@ -128,31 +127,26 @@ def _plan(capture: ActivationCapture, groups: Sequence[Group], rows: list[int]
 def _replayed_logits(model: Any, capture: ActivationCapture, groups: Sequence[Group],
                      completion_ids: torch.Tensor, pool: torch.Tensor,
                      logits_rows: torch.Tensor) -> RowLogits:
-    """Logits [B, T, V]: the packed rows (shared_prefix.pack_group) through the replayed
+    """Logits [B, T, V]: the packed rows (shared_prefix.pack_rows) through the replayed
     layers, the final norm at the kept positions, the kept logits as the lm_head's."""
-    inner, device = model.model, completion_ids.device
-    packed = [pack_group(g, completion_ids) for g in groups]
-    ids = pad_sequence([p[0] for p in packed], batch_first=True)  # [G, L]
-    positions = pad_sequence([p[1] for p in packed], batch_first=True)  # [G, L]
-    keep = pad_sequence([p[3] for p in packed], batch_first=True).reshape(-1)  # [G*L] bool
-    if ids.shape != pool.shape:
-        raise RuntimeError(f"replay: packed rows {tuple(ids.shape)} but the kept rows' plan "
-                           f"is {tuple(pool.shape)}")
-    layout = build_tree_layout([len(g.prompt) for g in groups],
-                               [[max(n - 1, 0) for n in g.lengths] for g in groups],
-                               ids.shape[1], device)
-    hidden = inner.embed_tokens(ids)  # [G, L, H] (the module: its padding_idx gets no gradient)
-    cos, sin = inner.rotary_emb(hidden, positions)  # [G, L, D] each
+    inner = model.model
+    packed = pack_rows(groups, completion_ids)
+    if packed.ids.shape != pool.shape:
+        raise RuntimeError(f"replay: packed rows {tuple(packed.ids.shape)} but the kept rows' "
+                           f"plan is {tuple(pool.shape)}")
+    hidden = inner.embed_tokens(packed.ids)  # [G, L, H] (the module: padding_idx gets no grad)
+    cos, sin = inner.rotary_emb(hidden, packed.positions)  # [G, L, D] each
     shared = Packed(cos=cos.reshape(-1, 1, cos.shape[-1]),
                     sin=signed_sin(sin).reshape(-1, 1, sin.shape[-1]),
-                    layout=layout, shape=LayerShape.of(model))
+                    layout=packed.tree_layout(groups), shape=LayerShape.of(model))
     hidden = hidden.reshape(-1, hidden.shape[-1])  # [N, H], N = G*L
     index = pool.reshape(-1)  # [N] pool rows (padding: the zero row)
     for layer, outputs in zip(inner.layers, capture.outputs):
         kept = Kept(*(outputs[slot].index_select(0, index) for slot in SLOTS))
         hidden = replay_layer(layer, hidden, kept, shared)  # [N, H]
-    normed = inner.norm(hidden[keep])  # [K, H]
+    normed = inner.norm(hidden[packed.keep.reshape(-1)])  # [K, H]
     head = model.lm_head
     logits = _KeptLinear.apply(normed, head.weight, head.bias,
                                capture.logits.index_select(0, logits_rows))  # [K, V]
-    return RowLogits(logits, gather_index(groups, completion_ids.shape, device))  # [K, V]
+    return RowLogits(logits, gather_index(groups, completion_ids.shape,
+                                          completion_ids.device))  # [K, V]

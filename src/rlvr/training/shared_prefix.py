@@ -49,8 +49,8 @@ from torch.nn.utils.rnn import pad_sequence
 
 from rlvr.algorithms.row_logits import RowLogits
 from rlvr.rollout.hf import cache_kwarg
-from rlvr.training.tree_attention import (build_tree_layout, supports_tree_attention,
-                                          tree_attention_enabled)
+from rlvr.training.tree_attention import (TreeLayout, build_tree_layout,
+                                          supports_tree_attention, tree_attention_enabled)
 
 PACKABLE_ATTENTION = ("sdpa", "eager")  # take a user 4D mask as is (masking_utils)
 # Cost, in matmul-FLOP equivalents, of one extra full gradient per trainable parameter:
@@ -190,21 +190,41 @@ def packed_length(group: Group) -> int:
 
 # ---- packed: one forward over all groups -------------------------------------------------
 
+@dataclass(frozen=True)
+class PackedRows:
+    """Every group as one row (see the module docstring), right-padded to a length L."""
+    ids: torch.Tensor        # [G, L]
+    positions: torch.Tensor  # [G, L] position ids
+    segments: torch.Tensor   # [G, L] PROMPT, members 1..n, PAD
+    keep: torch.Tensor       # [G, L] bool: positions whose logits are used
+
+    def tree_layout(self, groups: Sequence[Group]) -> TreeLayout:
+        """The rows' layout for rlvr.training.tree_attention."""
+        return build_tree_layout([len(g.prompt) for g in groups],
+                                 [[max(n - 1, 0) for n in g.lengths] for g in groups],
+                                 self.ids.shape[1], self.ids.device)
+
+
+def pack_rows(groups: Sequence[Group], completion_ids: torch.Tensor) -> PackedRows:
+    """Each group's packed row (`pack_group`), right-padded: pads are id 0 at position 0,
+    in segment PAD, never kept."""
+    rows = [pack_group(g, completion_ids) for g in groups]
+    ids, positions, segments, keep = (
+        pad_sequence([r[i] for r in rows], batch_first=True,
+                     padding_value=PAD if i == 2 else 0) for i in range(4))
+    return PackedRows(ids, positions, segments, keep)
+
+
 def packed_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Tensor,
                   tree: bool = False) -> RowLogits:
     """One forward over every group packed as one row (see the module docstring), its
     attention by `tree_attention` (tree) or by the model's own with the 4D mask."""
     device = completion_ids.device
-    rows = [pack_group(g, completion_ids) for g in groups]
-    input_ids = pad_sequence([r[0] for r in rows], batch_first=True)  # [G, L]
-    positions = pad_sequence([r[1] for r in rows], batch_first=True)  # [G, L]
-    keep = pad_sequence([r[3] for r in rows], batch_first=True)  # [G, L] bool
-    inputs = dict(input_ids=input_ids, position_ids=positions, use_cache=False,
-                  logits_to_keep=keep)
+    packed = pack_rows(groups, completion_ids)
+    inputs = dict(input_ids=packed.ids, position_ids=packed.positions, use_cache=False,
+                  logits_to_keep=packed.keep)
     if tree:
-        layout = build_tree_layout([len(g.prompt) for g in groups],
-                                   [[max(n - 1, 0) for n in g.lengths] for g in groups],
-                                   input_ids.shape[1], device)
+        layout = packed.tree_layout(groups)
         with tree_attention_enabled(model):
             logits = model(**inputs, tree_layout=layout).logits  # [K, V], K = keep.sum()
         if layout.calls != model.config.num_hidden_layers:  # e.g. layers with their own config
@@ -212,16 +232,15 @@ def packed_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Ten
                                f"{model.config.num_hidden_layers} layers: this model's "
                                "attention does not follow config._attn_implementation")
     else:
-        segments = pad_sequence([r[2] for r in rows], batch_first=True,
-                                padding_value=PAD)  # [G, L]
         dtype = model.get_input_embeddings().weight.dtype
-        mask = tree_attention_mask(segments, dtype, additive=_attention(model) != "sdpa")
+        mask = tree_attention_mask(packed.segments, dtype,
+                                   additive=_attention(model) != "sdpa")
         logits = model(**inputs, attention_mask=mask).logits  # [K, V], K = keep.sum()
     return RowLogits(logits, gather_index(groups, completion_ids.shape, device))  # [K, V]
 
 
 def pack_group(group: Group, completion_ids: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """ids, position ids, segment ids and keep flags [L] of one group's packed row."""
     device, p = completion_ids.device, len(group.prompt)
     ids = [torch.tensor(group.prompt, dtype=torch.long, device=device)]  # [p]
@@ -255,7 +274,7 @@ def tree_attention_mask(segments: torch.Tensor, dtype: torch.dtype, additive: bo
 
 
 def gather_index(groups: Sequence[Group], shape: torch.Size, device: torch.device
-                  ) -> torch.Tensor:
+                 ) -> torch.Tensor:
     """[B, T] index into the kept logits [K, V] (row-major over the packed rows: a
     group's last prompt position, then its members' fed tokens in order). Token 0 and
     padding point at the last prompt position (padding logits are never used)."""
@@ -284,8 +303,9 @@ def two_pass_logits(model: Any, groups: Sequence[Group], completion_ids: torch.T
         pieces.append(_group_logits(model, group.prompt, completion_ids[group.rows],
                                     completion_mask[group.rows]))  # [n, T, V]
         order.extend(group.rows)
-    inverse = torch.argsort(torch.tensor(order, device=completion_ids.device))
-    return RowLogits.of(torch.cat(pieces)[inverse])  # [B, T, V] in the batch's row order
+    inverse = torch.argsort(torch.tensor(order, device=completion_ids.device))  # [B]
+    stacked = RowLogits.of(torch.cat(pieces))  # groups' rows in group order
+    return RowLogits(stacked.table, stacked.index[inverse])  # the batch's row order, no copy
 
 
 def _group_logits(model: Any, prompt: tuple[int, ...], completions: torch.Tensor,
