@@ -64,16 +64,26 @@ def completion_text(completion: Any) -> str:
     """The text of a completion: a string as is; for conversational data (a list of
     message dicts, as TRL passes them) the assistant messages' contents joined; content
     given as a list of parts contributes its text parts."""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, dict):
-        completion = [completion]
-    if isinstance(completion, (list, tuple)):
+    return _messages_text(completion, "assistant", "completion")
+
+
+def prompt_text(prompt: Any) -> str | None:
+    """The task text of a trainer's prompt (a string, or chat messages: the user turns),
+    handed to verifiers that use it; None when the trainer passed none."""
+    return None if prompt is None else _messages_text(prompt, "user", "prompt")
+
+
+def _messages_text(value: Any, role: str, what: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        value = [value]
+    if isinstance(value, (list, tuple)):
         texts = []
-        for message in completion:
+        for message in value:
             if not isinstance(message, dict):
-                raise TypeError(f"completion messages must be dicts, got {type(message).__name__}")
-            if message.get("role", "assistant") != "assistant":
+                raise TypeError(f"{what} messages must be dicts, got {type(message).__name__}")
+            if message.get("role", role) != role:
                 continue
             content = message.get("content") or ""
             if isinstance(content, list):
@@ -81,7 +91,7 @@ def completion_text(completion: Any) -> str:
                                   if isinstance(part, dict) and part.get("type", "text") == "text")
             texts.append(str(content))
         return "\n".join(texts)
-    raise TypeError(f"completion must be a string or chat messages, got {type(completion).__name__}")
+    raise TypeError(f"{what} must be a string or chat messages, got {type(value).__name__}")
 
 
 class SharedPool:

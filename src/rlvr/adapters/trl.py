@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from rlvr.adapters.common import (
-    SharedPool, check_options, completion_text, normalise_reference,
+    SharedPool, check_options, completion_text, normalise_reference, prompt_text,
 )
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case, VerifierPool
@@ -89,9 +89,10 @@ class RewardFunction:
             name = self._row_verifier(columns, index)
             if name is None or references[index] is None:
                 continue
+            prompt = prompt_text(prompts[index]) if prompts is not None else None
             cases.append(Case(name, completion_text(completion),
                               normalise_reference(name, references[index]), self.options,
-                              self.timeout_s))
+                              self.timeout_s, prompt=prompt))
             positions.append(index)
         verdicts = self._verify(cases)
         rewards: list[float | None] = [None] * len(completions)

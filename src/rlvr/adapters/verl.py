@@ -74,7 +74,13 @@ def _case(data_source: Any, solution_str: str, ground_truth: Any, extra_info: An
           verifier: str | None, timeout_s: float | None, options: dict[str, Any]) -> Case:
     name = _pick_verifier(data_source, extra_info, verifier)
     check_options(name, options)
-    return Case(name, solution_str, normalise_reference(name, ground_truth), options, timeout_s)
+    # verl passes the row's extra_info; a "prompt" (or "question") there is the task text
+    prompt = None
+    if isinstance(extra_info, dict):
+        prompt = next((extra_info[k] for k in ("prompt", "question")
+                       if isinstance(extra_info.get(k), str)), None)
+    return Case(name, solution_str, normalise_reference(name, ground_truth), options, timeout_s,
+                prompt=prompt)
 
 
 def _run(cases: list[Case]) -> list[Verdict]:

@@ -2,7 +2,7 @@
 
 Batch:   rlvr verify --input cases.jsonl --output verdicts.jsonl
          one JSON object a line in ({"verifier", "completion", "reference"}, optional
-         "options"), one verdict line out per input line, in order. An item whose
+         "options" and "prompt", the task as the model saw it), one verdict line out per input line, in order. An item whose
          reference is invalid gets {"score": null, "error": ...} and the command exits 1
          after every other line is written. Malformed JSON: exit 2 naming the line,
          before anything is graded.
@@ -32,6 +32,8 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p.add_argument("--reference", help="one-off mode: the reference (JSON if it parses as "
                    "JSON object/list, else the raw string)")
     p.add_argument("--completion", help="one-off mode: the completion text ('-' reads stdin)")
+    p.add_argument("--prompt", help="one-off mode: the task's prompt, for verifiers that use it "
+                   "(math rejects an answer that only restates the prompt's expression)")
     p.add_argument("--input", "-i", help="batch mode: JSONL cases ('-' for stdin)")
     p.add_argument("--output", "-o", default="-", help="batch mode: where verdicts go "
                    "(default stdout)")
@@ -67,7 +69,8 @@ def _parse_reference(text: str) -> Any:
 
 def _run_one(args: argparse.Namespace) -> int:
     completion = sys.stdin.read() if args.completion == "-" else args.completion
-    case = Case(args.verifier, completion, _parse_reference(args.reference))
+    case = Case(args.verifier, completion, _parse_reference(args.reference),
+                prompt=args.prompt)
     with VerifierPool(workers=1, timeout_s=args.timeout) as pool:
         verdict = pool.verify([case])[0]
     print(json.dumps(_output_line(verdict), ensure_ascii=False))
@@ -100,7 +103,11 @@ def _to_case(record: Any, where: str) -> Case | str:
     options = record.get("options") or {}
     if not isinstance(options, dict):
         return f"{where}: 'options' must be an object"
-    return Case(record["verifier"], record["completion"], record["reference"], options)
+    prompt = record.get("prompt")
+    if prompt is not None and not isinstance(prompt, str):
+        return f"{where}: 'prompt' must be a string"
+    return Case(record["verifier"], record["completion"], record["reference"], options,
+                prompt=prompt)
 
 
 def _output_line(verdict: Verdict, where: str = "") -> dict[str, Any]:

@@ -26,3 +26,13 @@ class TaskRecord:
     id: str
     metadata: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
+
+
+def prompt_text(record: TaskRecord) -> str:
+    """The task as plain text: the prompt itself, or the chat's user turns joined. This
+    is what verifiers see as the `prompt` (the math verifier checks that an answer is
+    not just the question's own expression), and what run logs record per attempt."""
+    if isinstance(record.prompt, str):
+        return record.prompt
+    return "\n\n".join(str(m.get("content", "")) for m in record.prompt
+                        if m.get("role", "user") == "user")

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from rlvr.config import ConfigError
-from rlvr.data.records import TaskRecord
+from rlvr.data.records import TaskRecord, prompt_text
 from rlvr.evaluation.progress import Progress
 from rlvr.evaluation.summary import (ANSWER_KEYS, Attempt, breakdown, ifeval_by_instruction,
                                     summarize)
@@ -143,11 +143,13 @@ def _attempts(batch: Sequence[TaskRecord], outputs: list[list[Completion]], mode
                               instructions=_instruction_count(record))
             attempts.append(attempt)
             text = completion.text
-            cases.append(Case(record.verifier, text, record.reference, dict(record.options)))
+            prompt = prompt_text(record)
+            cases.append(Case(record.verifier, text, record.reference, dict(record.options),
+                              prompt=prompt))
             slots.append((attempt, None))
             for label, options in SECONDARY_CHECKS.get(record.verifier, {}).items():
                 cases.append(Case(record.verifier, text, record.reference,
-                                  {**record.options, **options}))
+                                  {**record.options, **options}, prompt=prompt))
                 slots.append((attempt, label))
     return attempts, cases, slots
 

@@ -2,8 +2,8 @@
 
     config.yaml      the resolved config
     metrics.jsonl    one JSON object per RL step ({"step": k, ...})
-    rollouts.jsonl   one JSON object per attempt (step, prompt id, completion, verdict,
-                     reward, advantage)
+    rollouts.jsonl   one JSON object per attempt (step, prompt id, prompt text, reference,
+                     completion, verdict, reward, advantage): `rlvr audit` re-reads it
     checkpoints/     step-NNNNNN/ dirs (see rlvr.training.checkpoint)
     summary.json     written at the end
 

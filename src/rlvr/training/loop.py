@@ -24,7 +24,7 @@ from rlvr.algorithms import (GroupAccumulator, advantage_estimator, kl_estimator
                              masked_mean, policy_loss, token_logprobs_and_entropy,
                              weighted_sum)
 from rlvr.data.prompts import PromptRenderer
-from rlvr.data.records import TaskRecord
+from rlvr.data.records import TaskRecord, prompt_text
 from rlvr.rollout.base import RolloutEngine, SamplingParams
 from rlvr.training.batch import PackedBatch, completion_logits, pack
 from rlvr.training.config import TrainConfig
@@ -287,6 +287,7 @@ def rollout_lines(step: int, groups: Groups, rewards: torch.Tensor,
                                                             groups.verdicts)):
         for g, (c, v) in enumerate(zip(completions, verdicts)):
             lines.append({"step": step, "prompt_id": record.id, "sample": g,
+                          "prompt": prompt_text(record), "reference": record.reference,
                           "completion": c.text, "finish_reason": c.finish_reason,
                           "length": len(c.token_ids), "verdict": v.to_dict(),
                           "reward": float(rewards[p, g]), "advantage": float(advantages[p, g])})

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import torch
 
 from rlvr.algorithms import soft_overlong_penalty
-from rlvr.data.records import TaskRecord
+from rlvr.data.records import TaskRecord, prompt_text
 from rlvr.rollout.base import Completion
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case, VerifierPool
@@ -22,8 +22,10 @@ def verify_groups(pool: VerifierPool, records: Sequence[TaskRecord],
     overrides the records' own verifier and options."""
     def case(record: TaskRecord, text: str) -> Case:
         if verifier:
-            return Case(verifier, text, record.reference, dict(options or {}))
-        return Case(record.verifier, text, record.reference, dict(record.options))
+            return Case(verifier, text, record.reference, dict(options or {}),
+                        prompt=prompt_text(record))
+        return Case(record.verifier, text, record.reference, dict(record.options),
+                    prompt=prompt_text(record))
 
     cases = [case(record, c.text) for record, group in zip(records, groups) for c in group]
     flat = pool.verify(cases)

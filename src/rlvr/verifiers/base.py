@@ -95,3 +95,18 @@ class Verifier(Protocol):
         """Raise `InvalidReference` when `reference` cannot be used. Cheap; called when a
         dataset is loaded, so bad rows fail before training starts."""
         ...
+
+
+def run_verifier(verifier: Verifier, completion: str, reference: Any,
+                 prompt: str | None = None) -> Verdict:
+    """`verifier.verify(...)`, handing it the task's prompt when it asks for one.
+
+    The prompt is optional context in the verify contract: a verifier that declares
+    `uses_prompt = True` takes `verify(completion, reference, prompt=...)` (the math
+    verifier rejects an answer that only restates the question's own expression);
+    every other verifier is called exactly as before, so user verifiers written
+    against the two-argument protocol keep working.
+    """
+    if getattr(verifier, "uses_prompt", False):
+        return verifier.verify(completion, reference, prompt=prompt)
+    return verifier.verify(completion, reference)

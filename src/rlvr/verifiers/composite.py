@@ -42,7 +42,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlvr.verifiers.base import InvalidReference, Verdict
+from rlvr.verifiers.base import InvalidReference, Verdict, run_verifier
 from rlvr.verifiers.registry import get_verifier, register, spec_for
 
 REFERENCE_MODES = ("auto", "shared", "per_component")
@@ -93,6 +93,7 @@ class Component:
 
 class CompositeVerifier:
     name = "composite"
+    uses_prompt = True  # handed on to the components that use it
 
     def __init__(self, components: list[Any], reference_mode: str = "auto") -> None:
         if not isinstance(components, (list, tuple)) or not components:
@@ -132,13 +133,14 @@ class CompositeVerifier:
             except InvalidReference as exc:
                 raise InvalidReference(f"composite component {component.name!r}: {exc}") from None
 
-    def verify(self, completion: str, reference: Any) -> Verdict:
+    def verify(self, completion: str, reference: Any, prompt: str | None = None) -> Verdict:
         references = self._split_reference(reference)
         results: dict[str, Verdict] = {}
         for component in self.components:
             try:
-                results[component.name] = self._child(component).verify(
-                    component.input_text(completion), references[component.name])
+                results[component.name] = run_verifier(
+                    self._child(component), component.input_text(completion),
+                    references[component.name], prompt)
             except InvalidReference as exc:
                 raise InvalidReference(f"composite component {component.name!r}: {exc}") from None
         details: dict[str, Any] = {"components": {

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Iterable, Sequence
 
-from rlvr.verifiers.base import InvalidReference, Verdict
+from rlvr.verifiers.base import InvalidReference, Verdict, run_verifier
 from rlvr.verifiers.registry import get_verifier, spec_for
 
 
@@ -40,6 +40,9 @@ class Case:
     reference: Any
     options: dict[str, Any] = field(default_factory=dict)
     timeout_s: float | None = None  # overrides the verifier's and the pool's default
+    # The task as the model saw it (plain text), for verifiers that use it (see
+    # `run_verifier`); None when unknown.
+    prompt: str | None = None
 
 
 def default_workers() -> int:
@@ -68,9 +71,10 @@ def _worker_main(conn: Connection, memory_mb: int | None, preload: tuple[str, ..
         conn.send(_check(*message))
 
 
-def _check(name: str, options: dict[str, Any], completion: str, reference: Any) -> tuple[str, Any]:
+def _check(name: str, options: dict[str, Any], completion: str, reference: Any,
+           prompt: str | None = None) -> tuple[str, Any]:
     try:
-        verdict = get_verifier(name, **options).verify(completion, reference)
+        verdict = run_verifier(get_verifier(name, **options), completion, reference, prompt)
         if not isinstance(verdict, Verdict):
             return ("error", f"verifier {name!r} returned {type(verdict).__name__}, not Verdict")
         return ("ok", verdict.to_dict())
@@ -215,7 +219,8 @@ class VerifierPool:
                 results[index] = Verdict.invalid(str(exc.args[0]))
                 continue
             try:
-                worker.conn.send((case.verifier, case.options, case.completion, case.reference))
+                worker.conn.send((case.verifier, case.options, case.completion, case.reference,
+                                  case.prompt))
             except (BrokenPipeError, OSError, ValueError, TypeError, AttributeError) as exc:
                 # A worker that died while idle gets the item again on a fresh process, once;
                 # an unpicklable reference is an error for that item alone.
