@@ -76,9 +76,12 @@ HUGE = [r"9^{9^{9^9}}", r"10^{10^{10}}", r"((10!)!)!", r"(10^{10})!", r"2^{2^{2^
 
 def test_huge_expressions_end_quickly_with_zero():
     """Decided by the verifier itself (not the pool's kill): no verdict is a timeout,
-    even with a 4 s limit on a shared 2-core machine."""
-    cases = [Case("math", rf"\boxed{{{h}}}", "7", timeout_s=4.0) for h in HUGE]
-    cases.append(Case("math", r"\boxed{10^{10^{10}}}", r"10^{10^{10}}", timeout_s=4.0))
+    even with a 4 s limit on a shared 2-core machine. `answer_form: equivalent`, so that
+    every tower reaches the parser (with a value gold the form check stops them first,
+    see test_huge_expressions_are_not_values)."""
+    equivalent = {"answer_form": "equivalent"}
+    cases = [Case("math", rf"\boxed{{{h}}}", "7", equivalent, timeout_s=4.0) for h in HUGE]
+    cases.append(Case("math", r"\boxed{10^{10^{10}}}", r"10^{10^{10}}", equivalent, timeout_s=4.0))
     with VerifierPool(workers=2, preload=["math"]) as pool:
         pool.start()  # imports (sympy, the grammar) are not part of any item's time
         verdicts = pool.verify(cases)
@@ -88,12 +91,20 @@ def test_huge_expressions_end_quickly_with_zero():
     assert verdicts[-1].passed  # the same tower written the same way: decided structurally
 
 
+def test_huge_expressions_are_not_values():
+    """With a value gold (the default form) a tower is an unevaluated expression: it
+    scores 0 before any parsing."""
+    for tower in HUGE[:9]:
+        assert V.verify(rf"\boxed{{{tower}}}", "7").reason == "unsimplified", tower
+
+
 SLOW_TO_PARSE = ["(" * 40 + "1" + ")" * 40, "{" * 40 + "1" + "}" * 40, "x+" * 140 + "1",
                  "-" * 290 + "1", "x y " * 70, "1+" * 2000 + "1"]
 
 
 def test_inputs_slow_to_parse_end_within_the_limit():
-    cases = [Case("math", rf"\boxed{{{text}}}", "2", timeout_s=4.5) for text in SLOW_TO_PARSE]
+    cases = [Case("math", rf"\boxed{{{text}}}", "2", {"answer_form": "equivalent"}, timeout_s=4.5)
+             for text in SLOW_TO_PARSE]
     with VerifierPool(workers=2, preload=["math"]) as pool:
         pool.start()
         verdicts = pool.verify(cases)
@@ -122,7 +133,8 @@ def test_huge_completions_end_within_the_limit():
 
 
 def test_time_budget_stops_a_slow_check():
-    verdict = MathVerifier(time_budget_s=0.01).verify(r"\boxed{" + "x+" * 140 + "1}", "1")
+    slow = MathVerifier(time_budget_s=0.01, answer_form="equivalent")  # so it is parsed
+    verdict = slow.verify(r"\boxed{" + "x+" * 140 + "1}", "1")
     assert (verdict.reason, verdict.details["limit_s"]) == ("too_slow", 0.01)
     assert MathVerifier(time_budget_s=0.01).verify(r"\boxed{1}", "1").passed  # fast path
 

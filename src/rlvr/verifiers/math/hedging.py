@@ -42,11 +42,14 @@ def _squash(text: str) -> str:
 
 
 def final_group(text: str, candidates: list[Candidate]) -> list[Candidate]:
-    """The last candidate and those before it joined to it by connecting words only."""
+    """The last candidate and those before it joined to it by connecting words only.
+    A marker after a box (`\\boxed{450}\n#### 500`) is a later statement, not part of
+    the box's: conflicts.py judges the two."""
     group = [candidates[-1]]
     for previous in reversed(candidates[:-1]):
         glue = text[previous.end:group[0].start]
-        if previous.end > group[0].start or _CONNECTING.sub("", glue):
+        if previous.end > group[0].start or _CONNECTING.sub("", glue) \
+                or (previous.method == "boxed" and group[0].method != "boxed"):
             break
         group.insert(0, previous)
     return group

@@ -9,6 +9,12 @@ own module; this one wires them and names the outcome:
     no_answer      nothing marked as a final answer (or an empty box)
     hedged         several answers, an alternative, a negation, or several values
                    for a single-valued gold (details["hedge"] says which)
+    conflicting    a box followed by a different stated answer ("First \\boxed{450}.
+                   Actually the answer is 500."; conflicts.py)
+    echoes_prompt  the answer only restates an expression from the prompt
+                   (`\\boxed{6 * 75}` for "What is 6 * 75?"; prompt_echo.py)
+    unsimplified   the gold is a plain value and the answer is not written as one
+                   (`6 * 75`, `449+1`, `\\frac{900}{2}`; answer_form.py)
     unparseable    the answer is not text we can read as math, and not equal as text
     too_large      the answer is a number too large to evaluate (`9^{9^{9^9}}`) and is
                    not written exactly as the gold
@@ -28,11 +34,14 @@ from typing import Any
 import sympy
 
 from rlvr.verifiers.base import InvalidReference, Verdict
+from rlvr.verifiers.math.answer_form import ANSWER_FORMS, gold_value_kind, in_value_form
+from rlvr.verifiers.math.conflicts import conflicting_statement
 from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer, flat_items
 from rlvr.verifiers.math.expressions import parse_expression
 from rlvr.verifiers.math.extraction import Candidate, answer_candidates, bare_answer, last_number
 from rlvr.verifiers.math.hedging import final_group, hedge_reason
 from rlvr.verifiers.math.normalize import Normalized, normalize
+from rlvr.verifiers.math.prompt_echo import echoes_prompt
 from rlvr.verifiers.math.safety import BudgetExceeded, time_budget
 from rlvr.verifiers.math.structure import Shape, parse_shape
 
@@ -77,6 +86,11 @@ def _read_gold(reference: Any) -> tuple[Normalized, Shape]:
     return normalized, shape
 
 
+@lru_cache(maxsize=4096)
+def _gold_value_kind(gold: Shape) -> str | None:
+    return gold_value_kind(gold)
+
+
 def _percent_scales(answer: Normalized, gold: Normalized) -> tuple[sympy.Rational, ...]:
     """`25\\%` equals 25 and 0.25; a gold `25\\%` accepts 25 and 0.25. Never 200 for 2."""
     if answer.percent and not gold.percent:
@@ -115,15 +129,30 @@ class MathVerifier:
     time_budget_s: parsing and comparison stop after this long with reason "too_slow"
               (in the main thread; the pool's hard 5 s kill stays the last resort).
               None turns it off.
+    answer_form: "value" (default) — when the gold is a plain value (integer, decimal,
+              fraction, simple surd or pi multiple) the answer must be written as a
+              value: `6 * 75` for 450 is "unsimplified" (answer_form.py has every rule);
+              "equivalent" — any symbolically equal answer counts. Symbolic golds
+              (variables, sets, tuples, intervals, matrices) use equivalence either way.
+
+    The prompt (optional, `verify(..., prompt=...)`) is the task as the model saw it:
+    an answer that only restates one of its expressions is "echoes_prompt" in both
+    answer forms.
     """
 
     name = "math"
+    uses_prompt = True
 
-    def __init__(self, fallback: str | None = None, time_budget_s: float | None = 3.0) -> None:
+    def __init__(self, fallback: str | None = None, time_budget_s: float | None = 3.0,
+                 answer_form: str = "value") -> None:
         if fallback not in FALLBACKS:
             raise ValueError(f"math: fallback must be one of {FALLBACKS}, got {fallback!r}")
+        if answer_form not in ANSWER_FORMS:
+            raise ValueError(f"math: answer_form must be one of {ANSWER_FORMS}, got "
+                             f"{answer_form!r}")
         self.fallback = fallback
         self.time_budget_s = time_budget_s
+        self.answer_form = answer_form
 
     def check_reference(self, reference: Any) -> None:
         _read_gold(reference)
@@ -145,34 +174,53 @@ class MathVerifier:
         except BudgetExceeded:
             return False
 
-    def verify(self, completion: str, reference: Any) -> Verdict:
+    def _stated_form(self, group: list[Candidate], multi_valued: bool,
+                     gold: Shape) -> tuple[str, str | None]:
+        """The answer text to judge, and why its form fails ("unsimplified") or None.
+        Several boxes of one value (`\\boxed{2} or equivalently \\boxed{\\frac42}`)
+        state it in value form when any of them does."""
+        kind = None if self.answer_form != "value" or multi_valued else _gold_value_kind(gold)
+        if kind is None:
+            return group[-1].text, None
+        for candidate in reversed(group):
+            if in_value_form(_read(candidate.text)[1], kind):
+                return candidate.text, None
+        return group[-1].text, "unsimplified"
+
+    def verify(self, completion: str, reference: Any, prompt: str | None = None) -> Verdict:
         gold_norm, gold = _read_gold(reference)
         candidates = self._candidates(completion or "")
         if not candidates:
             return Verdict.wrong("no_answer", answer=None)
         group = final_group(completion, candidates)
-        if gold.kind in COLLECTION_KINDS and len(group) > 1:
+        multi_valued = gold.kind in COLLECTION_KINDS
+        if multi_valued and len(group) > 1:
             # a multi-valued gold: boxing each value (`\boxed{2}, \boxed{3}`) is one answer
             merged = ", ".join(c.text for c in group)
             group = [Candidate(merged, group[0].start, group[-1].end, group[-1].method)]
-        answer_text = group[-1].text
-        details: dict[str, Any] = {"answer": answer_text[:500], "method": group[-1].method}
-        if not answer_text.strip():
+        details: dict[str, Any] = {"answer": group[-1].text[:500], "method": group[-1].method}
+        if not group[-1].text.strip():
             return Verdict.wrong("no_answer", empty_box=True, **details)
-        multi_valued = gold.kind in COLLECTION_KINDS
-        if len(answer_text) > MAX_ANSWER_CHARS:
+        if len(group[-1].text) > MAX_ANSWER_CHARS:
             return Verdict.wrong("unparseable", too_long=True, **details)
         hedge = hedge_reason(completion, candidates, group, alternatives_allowed=multi_valued,
                              gold_values=len(flat_items(gold)), same_answer=self._same_answer)
         if hedge:
             return Verdict.wrong("hedged", hedge=hedge, **details)
+        conflict = conflicting_statement(completion, candidates, group, self._same_answer)
+        if conflict is not None:
+            return Verdict.wrong("conflicting", stated=conflict, **details)
+        answer_text, form_problem = self._stated_form(group, multi_valued, gold)
+        if echoes_prompt(answer_text, prompt, gold_norm.text):
+            return Verdict.wrong("echoes_prompt", **details)
         answer_norm, answer = _read(answer_text, or_separates=multi_valued)
         details["normalized"] = answer_norm.text[:500]
         if answer.kind == "empty":
             return Verdict.wrong("no_answer", **details)
-        if answer.kind in COLLECTION_KINDS and gold.kind not in COLLECTION_KINDS \
-                and len(answer.parts) > 1:
+        if answer.kind in COLLECTION_KINDS and not multi_valued and len(answer.parts) > 1:
             return Verdict.wrong("hedged", hedge="several_values", **details)
+        if form_problem:
+            return Verdict.wrong(form_problem, **details)
         comparer = Comparer(_percent_scales(answer_norm, gold_norm))
         try:
             with time_budget(self.time_budget_s):
