@@ -9,7 +9,7 @@ A completion that states two different final answers has not committed to one, s
 - a box followed, anywhere later, by a box or marker with a different value (`I first
   wrote \\boxed{3}. Wait ... \\boxed{2}` is two answers; restating `\\boxed{2}` is not);
 - after the final answer, a looser statement of a different value: "the answer is
-  500", "the final result is **500**", "answer = $500$".
+  500", "the final result is **500**", "answer = $500$", "Actually, 500.".
 
 Restating the same value (`\\boxed{450}. So the answer is 450 dollars.`) stays correct,
 and so do statements that are not values ("the answer is correct", "the answer is not
@@ -25,8 +25,11 @@ from rlvr.verifiers.math.extraction import Candidate
 
 # "the (final|correct) answer is", "the result should be", "answer =": a value follows
 _LOOSE_STATEMENT = re.compile(
-    r"\b(?:final\s+|correct\s+|right\s+)?(?:answer|result|solution)\s*"
-    r"(?:is|=|would\s+be|should\s+be|must\s+be|equals)\s*:?\s*",
+    r"\b(?:final\s+|correct\s+|right\s+|true\s+)?(?:answer|result|solution|value)\s*"
+    r"(?:is|=|would\s+be|should\s+be|must\s+be|equals)\s*:?\s*"
+    # a correction: "Actually, 500." / "Correction: it is 500"
+    r"|\b(?:actually|correction|rather|instead)\b\s*[:,]?\s*(?:(?:it|that)(?:'s|\s+is)\s+)?"
+    r"(?:the\s+answer\s+is\s+)?",
     re.IGNORECASE)
 _NOT = re.compile(r"^(?:not\b|n't\b|never\b|\\neq?)", re.IGNORECASE)
 # What can follow as a value: a math span, bold text, or a plain number/fraction
@@ -35,7 +38,9 @@ _VALUE = re.compile(
     r"|\\\((?P<paren>.+?)\\\)"
     r"|\\textbf\s*\{(?P<bold>[^{}]+)\}"
     r"|\*\*(?P<stars>[^*]+)\*\*"
-    r"|(?P<plain>[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?![\w.]\d))")
+    # a plain number that ends the statement: "is 500.", "is 500 dollars" (not the 6 of
+    # "6*75 = 450", which begins a calculation)
+    r"|(?P<plain>[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?)(?=\s*(?:[.,;:!?)]|$)|\s+[A-Za-z])")
 MAX_STATEMENTS = 20  # loose statements read after the final answer
 
 
