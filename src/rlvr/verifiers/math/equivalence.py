@@ -14,6 +14,7 @@ from fractions import Fraction
 import sympy
 
 from rlvr.verifiers.math.expressions import Parsed, parse_expression
+from rlvr.verifiers.math.labels import is_label, values_by_name
 from rlvr.verifiers.math.safety import MAX_NODES, node_count
 from rlvr.verifiers.math.structure import Shape
 
@@ -175,10 +176,13 @@ class Comparer:
 
     def _symbol_lhs(self, relation: Shape) -> bool:
         lhs = relation.parts[0]
+        if is_label(relation.text, relation.parts[1]):  # `(p,q) =`, `|AB| =`, `[ABC] =`
+            return True
+        # `f(x) =`, `P(3) =`, `a_n =`, `a_5 =` (which alone would read as base 5)
+        if _NAMED_LHS.match(relation.text.strip()):
+            return True
         if lhs.kind != "expr":
             return False
-        if _NAMED_LHS.match(lhs.text):  # `f(x) =`, `P(3) =`, `a_n =`: naming the value
-            return True
         parsed = parse_expression(lhs.text)
         return parsed is not None and isinstance(parsed.tree, sympy.Symbol)
 
@@ -189,12 +193,21 @@ class Comparer:
         if self._symbol_lhs(gold) and self.equal(answer.parts[0], gold.parts[0]) \
                 and self.equal(answer.parts[1], gold.parts[1]):
             return True
+        if self._same_names(answer, gold):
+            return True
         if not all(p.kind == "expr" for p in (*answer.parts, *gold.parts)):
             return False
         parsed = [parse_expression(p.text) for p in (*answer.parts, *gold.parts)]
         if any(p is None for p in parsed):
             return False
         return _line_equal((parsed[0], parsed[1]), (parsed[2], parsed[3]))
+
+    def _same_names(self, answer: Shape, gold: Shape) -> bool:
+        """`(q,p) = (2,3)` answers `(p,q) = (3,2)`: the same value for every name."""
+        answer_values, gold_values = values_by_name(answer), values_by_name(gold)
+        if answer_values is None or gold_values is None or answer_values.keys() != gold_values.keys():
+            return False
+        return all(self.equal(answer_values[n], gold_values[n]) for n in gold_values)
 
     def _collection(self, answer: Shape, gold: Shape) -> bool:
         return self._matching(flat_items(answer), flat_items(gold))
