@@ -125,6 +125,38 @@ def _line_equal(answer: tuple[Parsed, Parsed], gold: tuple[Parsed, Parsed]) -> b
     return ratio.is_number and ratio != 0 and bool(ratio.is_finite)
 
 
+def _column(shape: Shape) -> tuple[Shape, ...] | None:
+    if shape.kind == "matrix" and len(shape.parts) > 1 and all(len(r.parts) == 1 for r in shape.parts):
+        return tuple(row.parts[0] for row in shape.parts)
+    return None
+
+
+def _column_and_tuple(answer: Shape, gold: Shape) -> tuple[tuple[Shape, ...], ...] | None:
+    """A column vector and a tuple of the same length, as (answer items, gold items):
+    MATH's `\\begin{pmatrix} -2 \\\\ -14 \\\\ -7 \\end{pmatrix}` is the vector
+    `(-2, -14, -7)`. A row vector is a 1 x n matrix, not this."""
+    def items(shape: Shape) -> tuple[Shape, ...] | None:
+        if shape.kind == "ordered" and shape.brackets == "()" and len(shape.parts) > 1:
+            return shape.parts
+        return _column(shape)
+    if {answer.kind, gold.kind} != {"matrix", "ordered"}:
+        return None
+    answer_items, gold_items = items(answer), items(gold)
+    if answer_items is None or gold_items is None or len(answer_items) != len(gold_items):
+        return None
+    return answer_items, gold_items
+
+
+# Words that only say what kind of thing the text answer is: "an ellipse" is
+# `\text{ellipse}`, "even function" is `\text{even}`. Never "not", "or", names.
+_FILLER_WORDS = frozenset({"a", "an", "the", "function", "curve", "conic", "section"})
+
+
+def _words(text: str) -> list[str]:
+    words = [w for w in text.split() if w not in _FILLER_WORDS]
+    return words or text.split()
+
+
 def flat_items(shape: Shape) -> list[Shape]:
     """The values of a collection; `\\{1 \\pm \\sqrt5, -2\\}` has three."""
     if shape.kind not in COLLECTION_KINDS:
@@ -146,6 +178,9 @@ class Comparer:
             return self._symbol_lhs(answer) and self.equal(answer.parts[1], gold)
         if gold.kind in COLLECTION_KINDS or answer.kind in COLLECTION_KINDS:
             return self._collection(answer, gold)
+        vector = _column_and_tuple(answer, gold)
+        if vector:
+            return all(self.equal(a, g) for a, g in zip(*vector))
         if answer.kind != gold.kind:
             return False
         if gold.kind == "expr":
@@ -159,7 +194,9 @@ class Comparer:
             return answer.text == gold.text and answer.base == gold.base
         if gold.kind == "inequality":
             return "".join(answer.text.split()) == "".join(gold.text.split())
-        return answer.text == gold.text  # choice, text
+        if gold.kind == "text":
+            return _words(answer.text) == _words(gold.text)
+        return answer.text == gold.text  # choice
 
     def _expr(self, answer_text: str, gold_text: str) -> bool:
         if "".join(answer_text.split()) == "".join(gold_text.split()):

@@ -6,7 +6,7 @@ Datasets rarely store a bare answer. The gold is taken from:
   their shortest decimal;
 - a worked solution with the answer boxed (MATH and NuminaMath `solution` fields,
   AIME24 solutions: "... $7!\\times 2!=\\boxed{10,\\!080}$."): the final box. Boxes
-  joined to it by nothing but spacing, commas or "and"/"or" (`$\\boxed{1}\\boxed{2}$`,
+  joined to it by nothing but spacing, commas or "and" (`$\\boxed{1}\\boxed{2}$`,
   `$\\boxed{1}$ and $\\boxed{2}$`) are one multi-valued gold, `1, 2`;
 - a GSM8K solution ("... <<48+24=72>>72 clips.\\n#### 72"): what follows the last
   `####`;
@@ -29,9 +29,11 @@ from rlvr.verifiers.base import InvalidReference
 from rlvr.verifiers.math.extraction import Candidate, answer_candidates, boxed_candidates
 
 # What may sit between two boxes of one multi-valued gold: `$\boxed{1}$, $\boxed{2}$`,
-# `\boxed{1} \text{ and } \boxed{2}`, `$\boxed{1}$ or $\boxed{2}$`.
-_BOX_GLUE = re.compile(r"^(?:[\s$,;]|\\[(\)\[\]]|\\quad|\\qquad|\\text\s*\{\s*(?:and|or)\s*\}"
-                       r"|\b(?:and|or)\b)*$")
+# `\boxed{1} \text{ and } \boxed{2}`. Not "or": between boxes MATH uses it for the
+# same answer written twice ("$\boxed{15\frac{39}{40}},$ or $\boxed{\frac{639}{40}}$
+# inches", MATH-500 number_theory/459), where the last box is the gold.
+_BOX_GLUE = re.compile(r"^(?:[\s$,;]|\\[(\)\[\]]|\\quad|\\qquad|\\text\s*\{\s*and\s*\}"
+                       r"|\band\b)*$")
 _GSM8K_ANSWER = re.compile(r"####\s*([^\n]*)")
 
 
