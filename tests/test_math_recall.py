@@ -35,6 +35,8 @@ KNOWN_MISSES = {
     # extraction.py: "Answer" without a colon is no marker, and the whole line is no
     # bare answer ("Answer \[ 9 \]")
     "dollar-wrapped gold",
+    # `|x| > 1` is kept as an "inequality" string, not read as a union of rays
+    "union against |x| > 1",
 }
 
 
@@ -123,6 +125,8 @@ def test_named_values_become_a_labelled_tuple():
     assert shape.kind == "relation" and shape.text == "(p, q)"
     assert parse_shape("x = 1, x = -2").kind == "list"  # solutions of one unknown
     assert parse_shape("x = 1, -2").kind == "list"
+    plus_minus = parse_shape("x = \\pm 3")  # the two solutions, each still `x = ...`
+    assert plus_minus.kind == "list" and [p.kind for p in plus_minus.parts] == ["relation"] * 2
 
 
 def _jsonl(path: Path) -> list[dict]:

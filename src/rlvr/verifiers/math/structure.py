@@ -172,8 +172,11 @@ def parse_shape(text: str) -> Shape:
         return _inequality(text)
     sides = split_top_level(text, "=")
     if len(sides) > 1:  # `text` keeps the left side as written, for labels.py
-        return Shape("relation", text=sides[0],
-                     parts=(parse_shape(sides[0]), parse_shape(sides[-1])))
+        lhs, rhs = parse_shape(sides[0]), parse_shape(sides[-1])
+        if rhs.kind == "list":  # `x = \pm 3` is `x = 3, x = -3`: a list of solutions
+            return Shape("list", parts=tuple(Shape("relation", text=sides[0], parts=(lhs, value))
+                                             for value in rhs.parts))
+        return Shape("relation", text=sides[0], parts=(lhs, rhs))
     plus_minus = _plus_minus(text)
     if plus_minus:
         return plus_minus
