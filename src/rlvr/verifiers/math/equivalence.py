@@ -134,7 +134,8 @@ def _column(shape: Shape) -> tuple[Shape, ...] | None:
 def _column_and_tuple(answer: Shape, gold: Shape) -> tuple[tuple[Shape, ...], ...] | None:
     """A column vector and a tuple of the same length, as (answer items, gold items):
     MATH's `\\begin{pmatrix} -2 \\\\ -14 \\\\ -7 \\end{pmatrix}` is the vector
-    `(-2, -14, -7)`. A row vector is a 1 x n matrix, not this."""
+    `(-2, -14, -7)`. A row vector is a 1 x n matrix, not this; a gold pair `(1, 2)` may
+    be an open interval, so only a gold of three or more entries takes a column."""
     def items(shape: Shape) -> tuple[Shape, ...] | None:
         if shape.kind == "ordered" and shape.brackets == "()" and len(shape.parts) > 1:
             return shape.parts
@@ -142,7 +143,8 @@ def _column_and_tuple(answer: Shape, gold: Shape) -> tuple[tuple[Shape, ...], ..
     if {answer.kind, gold.kind} != {"matrix", "ordered"}:
         return None
     answer_items, gold_items = items(answer), items(gold)
-    if answer_items is None or gold_items is None or len(answer_items) != len(gold_items):
+    if answer_items is None or gold_items is None or len(answer_items) != len(gold_items) \
+            or (gold.kind == "ordered" and len(gold_items) < 3):
         return None
     return answer_items, gold_items
 
