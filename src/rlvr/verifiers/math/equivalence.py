@@ -14,6 +14,7 @@ from fractions import Fraction
 import sympy
 
 from rlvr.verifiers.math.expressions import Parsed, parse_expression
+from rlvr.verifiers.math.labels import is_label, values_by_name
 from rlvr.verifiers.math.safety import MAX_NODES, node_count
 from rlvr.verifiers.math.structure import Shape
 
@@ -124,6 +125,40 @@ def _line_equal(answer: tuple[Parsed, Parsed], gold: tuple[Parsed, Parsed]) -> b
     return ratio.is_number and ratio != 0 and bool(ratio.is_finite)
 
 
+def _column(shape: Shape) -> tuple[Shape, ...] | None:
+    if shape.kind == "matrix" and len(shape.parts) > 1 and all(len(r.parts) == 1 for r in shape.parts):
+        return tuple(row.parts[0] for row in shape.parts)
+    return None
+
+
+def _column_and_tuple(answer: Shape, gold: Shape) -> tuple[tuple[Shape, ...], ...] | None:
+    """A column vector and a tuple of the same length, as (answer items, gold items):
+    MATH's `\\begin{pmatrix} -2 \\\\ -14 \\\\ -7 \\end{pmatrix}` is the vector
+    `(-2, -14, -7)`. A row vector is a 1 x n matrix, not this; a gold pair `(1, 2)` may
+    be an open interval, so only a gold of three or more entries takes a column."""
+    def items(shape: Shape) -> tuple[Shape, ...] | None:
+        if shape.kind == "ordered" and shape.brackets == "()" and len(shape.parts) > 1:
+            return shape.parts
+        return _column(shape)
+    if {answer.kind, gold.kind} != {"matrix", "ordered"}:
+        return None
+    answer_items, gold_items = items(answer), items(gold)
+    if answer_items is None or gold_items is None or len(answer_items) != len(gold_items) \
+            or (gold.kind == "ordered" and len(gold_items) < 3):
+        return None
+    return answer_items, gold_items
+
+
+# Words that only say what kind of thing the text answer is: "an ellipse" is
+# `\text{ellipse}`, "even function" is `\text{even}`. Never "not", "or", names.
+_FILLER_WORDS = frozenset({"a", "an", "the", "function", "curve", "conic", "section"})
+
+
+def _words(text: str) -> list[str]:
+    words = [w for w in text.split() if w not in _FILLER_WORDS]
+    return words or text.split()
+
+
 def flat_items(shape: Shape) -> list[Shape]:
     """The values of a collection; `\\{1 \\pm \\sqrt5, -2\\}` has three."""
     if shape.kind not in COLLECTION_KINDS:
@@ -145,6 +180,9 @@ class Comparer:
             return self._symbol_lhs(answer) and self.equal(answer.parts[1], gold)
         if gold.kind in COLLECTION_KINDS or answer.kind in COLLECTION_KINDS:
             return self._collection(answer, gold)
+        vector = _column_and_tuple(answer, gold)
+        if vector:
+            return all(self.equal(a, g) for a, g in zip(*vector))
         if answer.kind != gold.kind:
             return False
         if gold.kind == "expr":
@@ -158,7 +196,9 @@ class Comparer:
             return answer.text == gold.text and answer.base == gold.base
         if gold.kind == "inequality":
             return "".join(answer.text.split()) == "".join(gold.text.split())
-        return answer.text == gold.text  # choice, text
+        if gold.kind == "text":
+            return _words(answer.text) == _words(gold.text)
+        return answer.text == gold.text  # choice
 
     def _expr(self, answer_text: str, gold_text: str) -> bool:
         if "".join(answer_text.split()) == "".join(gold_text.split()):
@@ -175,10 +215,13 @@ class Comparer:
 
     def _symbol_lhs(self, relation: Shape) -> bool:
         lhs = relation.parts[0]
+        if is_label(relation.text, relation.parts[1]):  # `(p,q) =`, `|AB| =`, `[ABC] =`
+            return True
+        # `f(x) =`, `P(3) =`, `a_n =`, `a_5 =` (which alone would read as base 5)
+        if _NAMED_LHS.match(relation.text.strip()):
+            return True
         if lhs.kind != "expr":
             return False
-        if _NAMED_LHS.match(lhs.text):  # `f(x) =`, `P(3) =`, `a_n =`: naming the value
-            return True
         parsed = parse_expression(lhs.text)
         return parsed is not None and isinstance(parsed.tree, sympy.Symbol)
 
@@ -189,12 +232,21 @@ class Comparer:
         if self._symbol_lhs(gold) and self.equal(answer.parts[0], gold.parts[0]) \
                 and self.equal(answer.parts[1], gold.parts[1]):
             return True
+        if self._same_names(answer, gold):
+            return True
         if not all(p.kind == "expr" for p in (*answer.parts, *gold.parts)):
             return False
         parsed = [parse_expression(p.text) for p in (*answer.parts, *gold.parts)]
         if any(p is None for p in parsed):
             return False
         return _line_equal((parsed[0], parsed[1]), (parsed[2], parsed[3]))
+
+    def _same_names(self, answer: Shape, gold: Shape) -> bool:
+        """`(q,p) = (2,3)` answers `(p,q) = (3,2)`: the same value for every name."""
+        answer_values, gold_values = values_by_name(answer), values_by_name(gold)
+        if answer_values is None or gold_values is None or answer_values.keys() != gold_values.keys():
+            return False
+        return all(self.equal(answer_values[n], gold_values[n]) for n in gold_values)
 
     def _collection(self, answer: Shape, gold: Shape) -> bool:
         return self._matching(flat_items(answer), flat_items(gold))

@@ -33,6 +33,10 @@ _SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
 _TRAILING_TEXT = re.compile(r"^(?P<head>.*?\S)\s*\\text\s*\{[^{}]*\}(?:\s*\^\s*\{?\d\}?)?\s*$")
 _TRAILING_WORDS = re.compile(r"^(?P<head>.*\d)\s+[A-Za-z]{2,}(?: [A-Za-z]+)*\.?$")
 _WORD_CONNECTIVES = re.compile(r"\b(?:or|and|not|nor|either)\b", re.IGNORECASE)
+# MATH writes a list with a serial "and": `8, 9, \text{ and } 10` is `8, 9, 10`.
+_SERIAL_AND = re.compile(r",\s*(?:\\text\s*\{\s*and\s*\}|and\b)\s*")
+# The empty set, however written: `\varnothing`, `\{\}`, `\{ \}`.
+_EMPTY_SET = re.compile(r"\\varnothing(?![a-zA-Z])|\\\{\s*\\\}")
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ def normalize(answer: str) -> Normalized:
     text = _TEXT_LIKE.sub(r"\\text", text)
     text = re.sub(r"(?<!\\)\\ ", " ", text.replace("\\$", ""))  # `\ ` but not `\\ `
     text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
+    text = _EMPTY_SET.sub(r"\\emptyset", _SERIAL_AND.sub(", ", text))
     percent = bool(_PERCENT.search(text))
     text = _PERCENT.sub("", text)
     degrees = bool(_DEGREES.search(text))

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rlvr.verifiers.math.labels import NAME
+
 _OPEN = "([{"
 _CLOSE = ")]}"
 _CHOICE = re.compile(r"^\(?\s*([A-E])\s*\)(?:\s*.*)?$|^([A-E])$")
@@ -99,8 +101,9 @@ def _ordered_or_group(text: str) -> Shape:
     inner = text[1:-1].strip()
     items = split_top_level(inner, ",")
     if len(items) == 1:
-        if text[0] == "(" and text[-1] == ")":
-            return parse_shape(inner)  # plain grouping parentheses
+        if text[0] == "(" and text[-1] == ")" or _MATRIX.match(inner):
+            # plain grouping parentheses; `\left[\begin{array}..\end{array}\right]`
+            return parse_shape(inner)
         return Shape("ordered", brackets=text[0] + text[-1], parts=(parse_shape(inner),))
     return Shape("ordered", brackets=text[0] + text[-1], parts=tuple(parse_shape(i) for i in items))
 
@@ -110,6 +113,22 @@ def _matrix(body: str) -> Shape:
     return Shape("matrix", parts=tuple(
         Shape("row", parts=tuple(parse_shape(cell) for cell in split_top_level(row, "&")))
         for row in rows))
+
+
+def _named_values(items: list[str]) -> Shape | None:
+    """`p = 3, q = 2` -> the labelled tuple `(p, q) = (3, 2)`: one value for each of
+    several different names is an ordered answer (MATH's `(m,b)`, `(A,B)`), not a
+    list of alternatives. `x = 1, x = -2` (one name) stays a list of solutions."""
+    pairs = [split_top_level(item, "=") for item in items]
+    if not all(len(p) == 2 and NAME.match(p[0]) for p in pairs):
+        return None
+    names = [p[0] for p in pairs]
+    if len(set(names)) != len(names):
+        return None
+    values = Shape("ordered", brackets="()", parts=tuple(parse_shape(p[1]) for p in pairs))
+    return Shape("relation", text="(" + ", ".join(names) + ")",
+                 parts=(Shape("ordered", brackets="()",
+                              parts=tuple(Shape("expr", n) for n in names)), values))
 
 
 def _plus_minus(text: str) -> Shape | None:
@@ -146,14 +165,18 @@ def parse_shape(text: str) -> Shape:
         return Shape("set", parts=tuple(parse_shape(i) for i in split_top_level(inner, ",") if i))
     items = split_top_level(text, ",")
     if len(items) > 1:
-        return Shape("list", parts=tuple(parse_shape(i) for i in items))
+        return _named_values(items) or Shape("list", parts=tuple(parse_shape(i) for i in items))
     if text[0] in "([" and text[-1] in ")]" and _encloses(text):
         return _ordered_or_group(text)
     if has_relation_operator(text):
         return _inequality(text)
     sides = split_top_level(text, "=")
-    if len(sides) > 1:
-        return Shape("relation", parts=(parse_shape(sides[0]), parse_shape(sides[-1])))
+    if len(sides) > 1:  # `text` keeps the left side as written, for labels.py
+        lhs, rhs = parse_shape(sides[0]), parse_shape(sides[-1])
+        if rhs.kind == "list":  # `x = \pm 3` is `x = 3, x = -3`: a list of solutions
+            return Shape("list", parts=tuple(Shape("relation", text=sides[0], parts=(lhs, value))
+                                             for value in rhs.parts))
+        return Shape("relation", text=sides[0], parts=(lhs, rhs))
     plus_minus = _plus_minus(text)
     if plus_minus:
         return plus_minus

@@ -26,7 +26,6 @@ completions against one gold.
 
 from __future__ import annotations
 
-import math
 import re
 from functools import lru_cache
 from typing import Any
@@ -42,6 +41,7 @@ from rlvr.verifiers.math.extraction import Candidate, answer_candidates, bare_an
 from rlvr.verifiers.math.hedging import final_group, hedge_reason
 from rlvr.verifiers.math.normalize import Normalized, normalize
 from rlvr.verifiers.math.prompt_echo import echoes_prompt
+from rlvr.verifiers.math.reference import gold_text
 from rlvr.verifiers.math.safety import BudgetExceeded, time_budget
 from rlvr.verifiers.math.structure import Shape, parse_shape
 
@@ -64,23 +64,13 @@ def _read(answer: str, or_separates: bool = False) -> tuple[Normalized, Shape]:
 
 
 def _gold_text(reference: Any) -> str:
-    """The gold as a string. Numbers are accepted too (AMC23 stores `27.0`): an
-    integer-valued float is that integer, others their shortest decimal."""
-    if isinstance(reference, bool) or not isinstance(reference, (str, int, float)):
-        raise InvalidReference("math: reference must be the gold answer as a string (or a "
-                               f"number), got {type(reference).__name__}")
-    if isinstance(reference, float):
-        if not math.isfinite(reference):
-            raise InvalidReference(f"math: reference is not a finite number: {reference!r}")
-        return str(int(reference)) if reference.is_integer() else repr(reference)
-    text = str(reference).strip()
-    if not text:
-        raise InvalidReference("math: reference (gold answer) is empty")
-    return text
+    """The gold as a string, read the way datasets write it (reference.py)."""
+    return gold_text(reference)
 
 
 def _read_gold(reference: Any) -> tuple[Normalized, Shape]:
-    normalized, shape = _read(_gold_text(reference))
+    # "or" in a gold lists its answers (`x = 2 \text{ or } x = 3`): a multi-valued gold
+    normalized, shape = _read(_gold_text(reference), or_separates=True)
     if shape.kind == "empty":
         raise InvalidReference(f"math: reference {str(reference)[:100]!r} has no answer in it")
     return normalized, shape

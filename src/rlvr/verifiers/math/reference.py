@@ -1,0 +1,75 @@
+"""Read a reference the way datasets write it into the gold answer string.
+
+Datasets rarely store a bare answer. The gold is taken from:
+
+- a number (AMC23 stores `27.0`): an integer-valued float is that integer, others
+  their shortest decimal;
+- a worked solution with the answer boxed (MATH and NuminaMath `solution` fields,
+  AIME24 solutions: "... $7!\\times 2!=\\boxed{10,\\!080}$."): the final box. Boxes
+  joined to it by nothing but spacing, commas or "and" (`$\\boxed{1}\\boxed{2}$`,
+  `$\\boxed{1}$ and $\\boxed{2}$`) are one multi-valued gold, `1, 2`;
+- a GSM8K solution ("... <<48+24=72>>72 clips.\\n#### 72"): what follows the last
+  `####`;
+- a final-answer line ("Final Answer: The final answer is $20$. I hope it is
+  correct."): the answer it states;
+- anything else: the text itself (`$9$`, `\\(9\\)`, `$$\\frac13$$`; normalize.py drops
+  the math delimiters).
+
+A reference with no such answer in it (`\\boxed{}`, `#### `) is an invalid reference,
+raised by the verifier when the gold reads as empty.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from rlvr.verifiers.base import InvalidReference
+from rlvr.verifiers.math.extraction import Candidate, answer_candidates, boxed_candidates
+
+# What may sit between two boxes of one multi-valued gold: `$\boxed{1}$, $\boxed{2}$`,
+# `\boxed{1} \text{ and } \boxed{2}`. Not "or": between boxes MATH uses it for the
+# same answer written twice ("$\boxed{15\frac{39}{40}},$ or $\boxed{\frac{639}{40}}$
+# inches", MATH-500 number_theory/459), where the last box is the gold.
+_BOX_GLUE = re.compile(r"^(?:[\s$,;]|\\[(\)\[\]]|\\quad|\\qquad|\\text\s*\{\s*and\s*\}"
+                       r"|\band\b)*$")
+_GSM8K_ANSWER = re.compile(r"####\s*([^\n]*)")
+
+
+def _number_text(reference: float) -> str:
+    if not math.isfinite(reference):
+        raise InvalidReference(f"math: reference is not a finite number: {reference!r}")
+    return str(int(reference)) if reference.is_integer() else repr(reference)
+
+
+def _final_boxes(text: str, boxes: list[Candidate]) -> str:
+    """The last box, and those before it joined only by `_BOX_GLUE`, as one list."""
+    group = [boxes[-1]]
+    for previous in reversed(boxes[:-1]):
+        if not _BOX_GLUE.match(text[previous.end:group[0].start]):
+            break
+        group.insert(0, previous)
+    return ", ".join(box.text for box in group)
+
+
+def gold_text(reference: Any) -> str:
+    """The gold answer in `reference` (see the module docstring), stripped."""
+    if isinstance(reference, bool) or not isinstance(reference, (str, int, float)):
+        raise InvalidReference("math: reference must be the gold answer as a string (or a "
+                               f"number), got {type(reference).__name__}")
+    if isinstance(reference, float):
+        return _number_text(reference)
+    text = str(reference).strip()
+    if not text:
+        raise InvalidReference("math: reference (gold answer) is empty")
+    boxes = boxed_candidates(text)
+    if boxes:
+        return _final_boxes(text, boxes).strip()
+    gsm8k = _GSM8K_ANSWER.findall(text)
+    if gsm8k:
+        return gsm8k[-1].strip()
+    markers = answer_candidates(text)
+    if markers:
+        return markers[-1].text.strip()
+    return text
