@@ -13,12 +13,12 @@ verifier  code                 rule (the answer must ...)
 math      no_answer            be stated: a \\boxed{}, "answer is X", "Answer: X" or "#### X"
           echoes_prompt        not be an expression copied from the prompt (any box counts)
           unevaluated          with a plain-value reference: not be arithmetic over literals
-          conflicting          not be followed by a different stated answer
+          conflicting          no box followed by a different stated answer
           not_a_value          with a plain-value reference: be a plain literal
           wrong_value          with a plain-value reference: equal it (x100 for percents)
 exact     echoes_prompt        not be the prompt's expression, nor a copy of the prompt
 format    empty_think          have a think block with words in it (when there is one)
-          degenerate_think     have a think block that is not one word repeated
+          degenerate_think     have a think block of 20+ words that is not degenerate text
           empty_answer         have an answer block with a letter or digit in it
           answer_copies_think  have an answer that is not the think text again
 ifeval    empty_response / degenerate_text / copies_prompt
@@ -40,8 +40,8 @@ from typing import Any, Callable
 from rlvr.audit.answers import boxes, final_answer
 from rlvr.audit.literals import (compact, plain_literal, strip_decorations,
                                  value_of_reference)
-from rlvr.audit.patterns import (conflicting, copies_prompt, degenerate, echoes_prompt,
-                                 unevaluated, words)
+from rlvr.audit.patterns import (REPEAT_MIN_WORDS, conflicting, copies_prompt, degenerate,
+                                 echoes_prompt, unevaluated, words)
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,8 @@ def math_findings(completion: str, reference: Any, prompt: str | None) -> list[F
         return [Finding("no_answer", "no \\boxed{}, 'answer is', 'Answer:' or '####'")]
     found = answer_findings(completion, final.text, reference, prompt)
     found += [Finding("echoes_prompt", f"box {b.text!r} is the prompt's own expression")
-              for b in boxes(completion) if b is not final and echoes_prompt(b.text, prompt)][:1]
+              for b in boxes(completion)
+              if b.start != final.start and echoes_prompt(b.text, prompt)][:1]
     gold = value_of_reference(reference)
     if gold is not None and not any(f.code == "unevaluated" for f in found):
         value = plain_literal(strip_decorations(final.text))
@@ -99,11 +100,12 @@ def answer_findings(completion: str, answer: str, reference: Any,
     if unevaluated(answer, reference):
         found.append(Finding("unevaluated", f"{answer[:60]!r} is arithmetic, not its value "
                              f"{value_of_reference(reference)}"))
-    final = final_answer(completion)
-    later = conflicting(completion, final) if final is not None else None
-    if later is not None:
-        found.append(Finding("conflicting", f"box {final.text[:40]!r} then "
-                             f"{later.text[:40]!r}"))
+    for box in boxes(completion):  # any box: the verifier may grade an earlier one
+        later = conflicting(completion, box)
+        if later is not None:
+            found.append(Finding("conflicting", f"box {box.text[:40]!r} then "
+                                 f"{later.text[:40]!r}"))
+            break
     return found
 
 
@@ -131,7 +133,7 @@ def format_findings(completion: str, reference: Any = None,
         body = think.group(1)
         if not words(body):
             found.append(Finding("empty_think", f"think block holds {body.strip()[:30]!r}"))
-        elif degenerate(body) in ("repeated_word", "repetitive"):
+        elif degenerate(body) and len(words(body)) >= REPEAT_MIN_WORDS:  # short is fine
             found.append(Finding("degenerate_think", "think block repeats one word"))
     if answer is not None:
         body = answer.group(1)
