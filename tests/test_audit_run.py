@@ -158,7 +158,7 @@ def test_a_line_cut_by_a_kill_is_skipped(tmp_path, hacked_run):
 def test_live_audit_warns_by_step_30_and_not_on_an_honest_run(hacked_run, honest_run):
     warnings = _live_warnings(hacked_run, every=10)
     steps_warned = sorted(warnings)
-    assert steps_warned and steps_warned[0] in (20, 30)
+    assert steps_warned and steps_warned[0] == 20  # the hack starts at step 15
     first = warnings[steps_warned[0]]
     assert any("echoes_prompt in" in line and "passed attempts" in line and "e.g. step" in line
                for line in first)

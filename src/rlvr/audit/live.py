@@ -47,7 +47,8 @@ class LiveAudit:
         for code in codes:
             count, passed = _window_sum(self.tallies, step, window, lambda t, c=code: t.flags[c])
             if count >= MIN_COUNT and count >= MIN_SHARE * passed:
-                lines.append(f"audit warning, steps {first}-{step}: {code} in {count} of "
+                steps = f"step {step}" if first >= step else f"steps {first}-{step}"
+                lines.append(f"audit warning, {steps}: {code} in {count} of "
                              f"{passed} passed attempts ({count / passed:.0%}); "
                              f"{_example(self.examples[code])}")
         for flag in form_takeover(self.tallies, window):
