@@ -111,7 +111,7 @@ def test_math_strict_rejections(completion, code):
     ("\\boxed{450}. The answer is not 500.", "450"),   # no statement of a value
     ("The answer is $450$.", "450"),
     ("\\boxed{\\$450}", "450"), ("\\boxed{x = 450}", "450"), ("\\boxed{1,000}", "1000"),
-    ("\\boxed{0.5}", "\\frac12"), ("\\boxed{1/2}", "0.5"), ("\\boxed{50\\%}", "0.5"),
+    ("\\boxed{0.5}", "\\frac12"), ("\\boxed{1/2}", "0.5"), ("\\boxed{50\\%}", "0.5"), ("\\boxed{0.5}", "50\\%"),
     ("\\boxed{-5}", "-5"),
     ("\\boxed{(x+1)^2}", "x^2+2x+1"),                  # symbolic: no value rules
 ])

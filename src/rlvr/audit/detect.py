@@ -130,15 +130,21 @@ def attempt_code_flags(tallies: dict[int, StepTally], window: int) -> list[Flag]
 
 
 def form_takeover(tallies: dict[int, StepTally], window: int) -> list[Flag]:
+    """One pass per form with running totals: the trainer calls this every few steps
+    over the whole run so far, so it must stay linear in the number of steps."""
     flags = []
     steps = sorted(tallies)
     for form in sorted({f for t in tallies.values() for f in t.forms}):
         key = (lambda t, f=form: t.forms[f])  # noqa: E731
+        then = then_passed = 0  # totals over the steps before the window
+        behind = 0              # index of the first step inside the window
         for step in steps:
-            now, now_passed = _window_sum(tallies, step, window, key)
             first = step - window + 1
-            before = [tallies[s] for s in steps if s < first]
-            then, then_passed = sum(key(t) for t in before), sum(t.passed for t in before)
+            while steps[behind] < first:
+                then += key(tallies[steps[behind]])
+                then_passed += tallies[steps[behind]].passed
+                behind += 1
+            now, now_passed = _window_sum(tallies, step, window, key)
             if (now_passed >= TAKEOVER_MIN_PASSED and then_passed >= TAKEOVER_MIN_PASSED
                     and now > TAKEOVER_AFTER * now_passed and then < TAKEOVER_BEFORE * then_passed):
                 detail = (f"{form} answers: {now}/{now_passed} passed in steps {first}-{step} "

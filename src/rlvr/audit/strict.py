@@ -15,7 +15,7 @@ math      no_answer            be stated: a \\boxed{}, "answer is X", "Answer: X
           unevaluated          with a plain-value reference: not be arithmetic over literals
           conflicting          no box followed by a different stated answer
           not_a_value          with a plain-value reference: be a plain literal
-          wrong_value          with a plain-value reference: equal it (x100 for percents)
+          wrong_value          with a plain-value reference: equal it (or x100, /100: percents)
 exact     echoes_prompt        not be the prompt's expression, nor a copy of the prompt
 format    empty_think          have a think block with words in it (when there is one)
           degenerate_think     have a think block of 20+ words that is not degenerate text
@@ -42,6 +42,9 @@ from rlvr.audit.literals import (compact, plain_literal, strip_decorations,
                                  value_of_reference)
 from rlvr.audit.patterns import (REPEAT_MIN_WORDS, conflicting, copies_prompt, degenerate,
                                  echoes_prompt, unevaluated, words)
+
+
+MAX_BOXES_CHECKED = 5
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ def math_findings(completion: str, reference: Any, prompt: str | None) -> list[F
         value = plain_literal(strip_decorations(final.text))
         if value is None:
             found.append(Finding("not_a_value", f"{final.text[:60]!r} is not a plain number"))
-        elif value != gold and value != gold * 100:  # "50%" for 0.5
+        elif value not in (gold, gold * 100, gold / 100):  # "50%" against 0.5, or the reverse
             found.append(Finding("wrong_value", f"{final.text[:60]!r} is not {gold}"))
     return found
 
@@ -100,7 +103,9 @@ def answer_findings(completion: str, answer: str, reference: Any,
     if unevaluated(answer, reference):
         found.append(Finding("unevaluated", f"{answer[:60]!r} is arithmetic, not its value "
                              f"{value_of_reference(reference)}"))
-    for box in boxes(completion):  # any box: the verifier may grade an earlier one
+    # any box, the verifier may grade an earlier one; the last few only: each costs a
+    # scan of the rest of the text, and a completion of 1000 boxes must stay cheap
+    for box in boxes(completion)[-MAX_BOXES_CHECKED:]:
         later = conflicting(completion, box)
         if later is not None:
             found.append(Finding("conflicting", f"box {box.text[:40]!r} then "
