@@ -91,7 +91,7 @@ class Flag:
         return self.raised_at is not None
 
 
-def _window_sum(tallies: dict[int, StepTally], end: int, size: int, key: Any) -> tuple[int, int]:
+def window_sum(tallies: dict[int, StepTally], end: int, size: int, key: Any) -> tuple[int, int]:
     """(count of `key`, passed) over steps end-size+1..end; key(tally) -> int."""
     count = passed = 0
     for step in range(end - size + 1, end + 1):
@@ -120,7 +120,7 @@ def attempt_code_flags(tallies: dict[int, StepTally], window: int) -> list[Flag]
         seen = [s for s, t in sorted(tallies.items()) if t.flags[code]]
         raised = None
         for step in sorted(tallies):
-            count, passed = _window_sum(tallies, step, window, key)
+            count, passed = window_sum(tallies, step, window, key)
             if count >= MIN_COUNT and count >= MIN_SHARE * passed:
                 raised = step
                 break
@@ -144,7 +144,7 @@ def form_takeover(tallies: dict[int, StepTally], window: int) -> list[Flag]:
                 then += key(tallies[steps[behind]])
                 then_passed += tallies[steps[behind]].passed
                 behind += 1
-            now, now_passed = _window_sum(tallies, step, window, key)
+            now, now_passed = window_sum(tallies, step, window, key)
             if (now_passed >= TAKEOVER_MIN_PASSED and then_passed >= TAKEOVER_MIN_PASSED
                     and now > TAKEOVER_AFTER * now_passed and then < TAKEOVER_BEFORE * then_passed):
                 detail = (f"{form} answers: {now}/{now_passed} passed in steps {first}-{step} "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlvr.audit.detect import (MIN_COUNT, MIN_SHARE, StepTally, _window_sum, answer_text,
+from rlvr.audit.detect import (MIN_COUNT, MIN_SHARE, StepTally, window_sum, answer_text,
                                form_takeover, tally_attempts)
 
 
@@ -45,7 +45,7 @@ class LiveAudit:
         codes = sorted({c for s, t in self.tallies.items() if s >= first for c in t.flags})
         lines = []
         for code in codes:
-            count, passed = _window_sum(self.tallies, step, window, lambda t, c=code: t.flags[c])
+            count, passed = window_sum(self.tallies, step, window, lambda t, c=code: t.flags[c])
             if count >= MIN_COUNT and count >= MIN_SHARE * passed:
                 steps = f"step {step}" if first >= step else f"steps {first}-{step}"
                 lines.append(f"audit warning, {steps}: {code} in {count} of "
