@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "merge-lora": ("rlvr.cli.merge_lora", "merge a LoRA adapter into its base model"),
     "import-model": ("rlvr.cli.import_model", "import a GGUF file or packaged model as an HF dir"),
     "eval": ("rlvr.cli.eval", "measure a model or checkpoint: greedy accuracy, pass@k, maj@k"),
+    "audit": ("rlvr.cli.audit", "flag reward hacks in a run's passed attempts (exit 1 if any)"),
 }
 
 

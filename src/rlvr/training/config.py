@@ -223,6 +223,11 @@ class TrainConfig:
     eval_every: int = _doc("held-out evaluation every N steps (0 = before/after only)",
                            default=0)
     log_rollouts: bool = _doc("write every attempt to rollouts.jsonl", default=True)
+    audit_every: int = _doc("every N steps, check the last N steps' passed attempts for "
+                            "reward-hack patterns (rlvr.audit: answers copied from the "
+                            "prompt, unevaluated expressions, ...) and warn in the log; "
+                            "a few regexes per attempt, no model call (0 = off; needs "
+                            "log_rollouts)", default=10)
     model: ModelConfig = _doc("policy model", default_factory=ModelConfig)
     data: DataConfig = _doc("training and held-out data", default_factory=DataConfig)
     prompt: PromptConfig = _doc("prompt rendering", default_factory=PromptConfig)
@@ -236,6 +241,8 @@ class TrainConfig:
     def validate(self) -> None:
         if self.steps < 0:
             raise ConfigError("must be >= 0", "steps")
+        if self.audit_every < 0:
+            raise ConfigError("must be >= 0 (0 = off)", "audit_every")
         if self.sampling.prompts_per_step % self.algorithm.minibatches:
             raise ConfigError("sampling.prompts_per_step must be divisible by "
                               "algorithm.minibatches", "algorithm.minibatches")

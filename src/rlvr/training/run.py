@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlvr.audit.live import LiveAudit
 from rlvr.config import save_config
 from rlvr.rollout.hf import HFRolloutEngine
 from rlvr.runs import Progress, RunDir
@@ -154,11 +155,14 @@ def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], evaluate_now: Any,
     first = int(state.get("step", 0)) + 1
     began = time.perf_counter() - state.get("elapsed", 0.0)
     last: dict[str, Any] = {}
+    audit = LiveAudit(cfg.audit_every, cfg.reward.verifier or cfg.data.default_verifier)
     # `elapsed` counts wall time across interruptions: the checkpoint's, plus this session's.
     for step in range(first, cfg.steps + 1):
         metrics, rollouts = rl_step(t, step)
         if cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.steps:
             metrics["eval/accuracy"] = evaluate_now().get("accuracy", float("nan"))
+        for warning in audit.observe(step, rollouts, metrics):
+            progress.message(warning)
         run.append_metrics(metrics)
         run.append_rollouts(rollouts)
         progress.step(metrics)

@@ -1,0 +1,111 @@
+"""Where a completion states answers: every `\\boxed{}`, every "the answer is X" /
+"Answer: X" / "#### X" statement, and a bold number that ends the text.
+
+The audit's own reading, independent of the math verifier's extraction: it looks for
+what the verifier may have missed, in particular a statement *after* the box that
+says something else (`\\boxed{6 * 75} ... So the answer is \\textbf{8100}.`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+# "the answer is", "final answer:", "Answer =", "####"; the stated text runs to the line end.
+_MARKER = re.compile(r"####|\b(?:final\s+)?answer\s*(?:is\s*:?|:|=)", re.IGNORECASE)
+# A bold number with only closing punctuation after it: "... is **8100**." at the end.
+_FINAL_BOLD = re.compile(r"(?:\\textbf\{|\\mathbf\{|\*\*)\s*\$?([-+]?[\d.,]*\d)\$?\s*(?:\}|\*\*)"
+                         r"[\s.!$)\]]*$")
+_LEADING_VALUE = re.compile(r"[-+(]?\s*[\d.,]*\d[\d.,\s+\-*/^()]*")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One stated answer: `text` at [start, end) of the completion."""
+
+    text: str
+    start: int
+    end: int
+    kind: str  # "boxed" | "marker" | "bold"
+
+
+def _closing_brace(text: str, open_index: int) -> int | None:
+    depth, i = 0, open_index
+    while i < len(text):
+        char = text[i]
+        if char == "\\":  # an escaped brace is a literal, not grouping
+            i += 2
+            continue
+        depth += char == "{"
+        depth -= char == "}"
+        if depth == 0:
+            return i
+        i += 1
+    return None
+
+
+def boxes(completion: str) -> list[Statement]:
+    """Every closed outermost box, in order (an unclosed box is no answer)."""
+    found, position = [], 0
+    while (match := _BOX.search(completion, position)) is not None:
+        close = _closing_brace(completion, match.end() - 1)
+        if close is None:
+            break
+        inner = completion[match.end():close].strip()
+        while (nested := _BOX.match(inner)) and inner.endswith("}"):  # \boxed{\boxed{x}}
+            inner = inner[nested.end():-1].strip()
+        found.append(Statement(inner, match.start(), close + 1, "boxed"))
+        position = close + 1
+    return found
+
+
+def marker_statements(completion: str) -> list[Statement]:
+    """Each "answer is X" / "Answer: X" / "#### X", X read up to the line end; a
+    statement whose X is itself a box is left to `boxes`."""
+    found = []
+    for match in _MARKER.finditer(completion):
+        line_end = completion.find("\n", match.end())
+        line_end = len(completion) if line_end < 0 else line_end
+        text = completion[match.end():line_end].strip()
+        if not text or _BOX.match(text):
+            continue
+        found.append(Statement(text, match.start(), line_end, "marker"))
+    return found
+
+
+def final_bold(completion: str) -> Statement | None:
+    match = _FINAL_BOLD.search(completion)
+    if not match:
+        return None
+    return Statement(match.group(1), match.start(), match.end(), "bold")
+
+
+def leading_value(text: str) -> str | None:
+    """The number or arithmetic a statement opens with ("500." -> "500", "$450$ apples"
+    -> "450"), or None when it opens with words ("the answer is not 500", "as above")."""
+    text = re.sub(r"^(?:\$|\\\(|\\textbf\{|\\mathbf\{|\*\*|\s)+", "", text)
+    match = _LEADING_VALUE.match(text)
+    if not match:
+        return None
+    value = match.group(0).strip().rstrip(".,").strip()
+    return value or None
+
+
+def final_answer(completion: str) -> Statement | None:
+    """What a strict reader takes as the answer: the last box, else the last marker
+    statement, else None (a bare number somewhere in the text is not a stated answer)."""
+    found = boxes(completion)
+    if found:
+        return found[-1]
+    markers = marker_statements(completion)
+    return markers[-1] if markers else None
+
+
+def statements_after(completion: str, position: int) -> list[Statement]:
+    """Answers stated after `position` (later boxes, markers, a closing bold number)."""
+    later = [s for s in boxes(completion) + marker_statements(completion) if s.start >= position]
+    bold = final_bold(completion)
+    if bold and bold.start >= position:
+        later.append(bold)
+    return sorted(later, key=lambda s: s.start)
