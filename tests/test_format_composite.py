@@ -155,3 +155,12 @@ def test_think_in_prompt_still_needs_reasoning():
 def test_r1_math_gate_rejects_empty_reasoning():
     verdict = get_verifier("r1_math").verify("<think></think><answer>42</answer>", "42")
     assert (verdict.score, verdict.reason) == (0.0, "gate_failed:format")
+
+
+def test_a_weighted_format_component_pays_a_wrong_answer():
+    # the known limit docs/rewards.md states: structure with weight > 0 earns reward alone
+    paying = CompositeVerifier([{"verifier": "format", "weight": 0.1, "gate": True},
+                                {"verifier": "math", "weight": 1.0, "extract_tag": "answer"}])
+    wrong = "<think>6*7 is 41</think><answer>41</answer>"
+    assert paying.verify(wrong, "42").score == pytest.approx(0.1 / 1.1)
+    assert get_verifier("r1_math").verify(wrong, "42").score == 0.0  # format weighs 0 there
