@@ -111,3 +111,25 @@ def test_guards_as_verifier_options():
     verifier = get_verifier("ifeval", min_words=5, degenerate="reject")
     assert verifier.verify("A A A A A A A A", ref("rlvr:words_start_with", letter="A")
                            ).reason == "degenerate"
+
+
+def test_real_prose_is_not_degenerate(shared_data):
+    # honest text of the shared data: IFEval's prompts and GSM8K's worked solutions
+    import json
+
+    from rlvr.verifiers.ifeval.guard import repetition_problem
+    from rlvr.verifiers.ifeval.text import reader_words
+
+    texts = [json.loads(line)["prompt"] for line in
+             (shared_data / "ifeval" / "input_data.jsonl").read_text().splitlines()]
+    texts += [json.loads(line)["answer"] for line in
+              (shared_data / "gsm8k" / "test.jsonl").read_text().splitlines()]
+    flagged = [t for t in texts if repetition_problem(reader_words(t))]
+    assert len(texts) == 541 + 1319 and flagged == []
+
+
+def test_a_paragraph_repeated_five_times_is_degenerate():
+    paragraph = "Lamps glow at night and sleep by day. They have a shade but never sit in it. "
+    reference = ref("length_constraints:number_words", num_words=30, relation="at least")
+    assert GUARDED.verify(paragraph * 4, reference).passed  # up to four times: a known limit
+    assert GUARDED.verify(paragraph * 5, reference).reason == "degenerate"
