@@ -120,3 +120,47 @@ def test_named_composite_and_builtin_r1_math():
     assert r1.components[0].options == {"answer_tag": "final"}
     with pytest.raises(ValueError):
         register("format", FormatVerifier)  # built-in names stay taken
+
+
+# --- Adversarial cases (issue 14, item 7): structure without content does not pass ---
+
+@pytest.mark.parametrize("completion,reason", [
+    ("<think></think><answer>42</answer>", "empty_think"),
+    ("<think> \n </think>\n<answer>42</answer>", "empty_think"),
+    ("<think>...</think><answer>42</answer>", "empty_think"),
+    ("<think>a</think><answer></answer>", "empty_answer"),
+    ("<think>a</think><answer>.</answer>", "empty_answer"),
+    ("<think></think><answer></answer>", "empty_think"),
+    ("<think>x</think><answer>\u221e</answer>", "well_formed"),  # a symbol is an answer
+    ("<think>6*7</think><answer>-5</answer>", "well_formed"),
+    ("<think>a</think><answer>b</answer>", "well_formed"),  # a known limit: no judge of content
+])
+def test_format_needs_content_in_both_blocks(completion, reason):
+    assert FormatVerifier().verify(completion).reason == reason
+
+
+def test_empty_think_allowed_only_when_think_is_optional():
+    # templates with thinking switched off write an empty think block
+    optional = FormatVerifier(require_think=False)
+    assert optional.verify("<think>\n\n</think>\n\n<answer>42</answer>").passed
+    assert optional.verify("<think></think><answer> </answer>").reason == "empty_answer"
+
+
+def test_think_in_prompt_still_needs_reasoning():
+    in_prompt = FormatVerifier(think_in_prompt=True)
+    assert in_prompt.verify("</think><answer>1</answer>").reason == "empty_think"
+    assert in_prompt.verify("steps</think><answer>1</answer>").passed
+
+
+def test_r1_math_gate_rejects_empty_reasoning():
+    verdict = get_verifier("r1_math").verify("<think></think><answer>42</answer>", "42")
+    assert (verdict.score, verdict.reason) == (0.0, "gate_failed:format")
+
+
+def test_a_weighted_format_component_pays_a_wrong_answer():
+    # the known limit docs/rewards.md states: structure with weight > 0 earns reward alone
+    paying = CompositeVerifier([{"verifier": "format", "weight": 0.1, "gate": True},
+                                {"verifier": "math", "weight": 1.0, "extract_tag": "answer"}])
+    wrong = "<think>6*7 is 41</think><answer>41</answer>"
+    assert paying.verify(wrong, "42").score == pytest.approx(0.1 / 1.1)
+    assert get_verifier("r1_math").verify(wrong, "42").score == 0.0  # format weighs 0 there

@@ -5,7 +5,12 @@ Passes when the completion is exactly
     <think> reasoning </think> <answer> answer </answer>
 
 with only whitespace around and between the blocks: one think block first (unless
-`require_think=False`), then exactly one non-empty answer block, and nothing after it.
+`require_think=False`), then exactly one answer block, and nothing after it. Both
+blocks must hold content: a letter, a digit or a non-ASCII symbol (π, ∞, √).
+Whitespace or punctuation alone ("<think></think>", "<think>...</think>") is empty,
+since a policy rewarded for structure alone learns to emit the tags with nothing in
+them (issue 14, item 7). When `require_think=False` an empty think block is allowed:
+that is how templates with thinking switched off write one ("<think>\n\n</think>").
 Tag names are options. The reference is ignored (any value, usually null). Binary
 score: meant as a gate or a small weighted bonus inside a "composite" verifier, as in
 DeepSeek-R1's format reward.
@@ -24,9 +29,17 @@ Options:
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from rlvr.verifiers.base import Verdict
+
+
+def has_content(text: str) -> bool:
+    """Whether `text` holds more than whitespace and punctuation: a letter or digit, or
+    a non-ASCII symbol (math answers such as "∞" or "√2" have no letter)."""
+    return any(ch.isalnum() or (ord(ch) > 127 and unicodedata.category(ch) in ("Sm", "So"))
+               for ch in text)
 
 
 class FormatVerifier:
@@ -56,9 +69,10 @@ class FormatVerifier:
             return Verdict.wrong("no_answer_block")
         if names.count(answer[0]) > 1 or names.count(answer[1]) > 1:
             return Verdict.wrong("multiple_answer_blocks")
+        reasoning = None
         if names == think + answer:
             pieces = [text[:tags[0][1]], text[tags[1][2]:tags[2][1]], text[tags[3][2]:]]
-            body = text[tags[2][2]:tags[3][1]]
+            body, reasoning = text[tags[2][2]:tags[3][1]], text[tags[0][2]:tags[1][1]]
         elif names == answer and not self.require_think:
             pieces = [text[:tags[0][1]], text[tags[1][2]:]]
             body = text[tags[0][2]:tags[1][1]]
@@ -70,6 +84,8 @@ class FormatVerifier:
             return Verdict.wrong("text_after_answer")
         if any(p.strip() for p in pieces[:-1]):
             return Verdict.wrong("text_outside_blocks")
-        if not body.strip():
+        if self.require_think and reasoning is not None and not has_content(reasoning):
+            return Verdict.wrong("empty_think")
+        if not has_content(body):
             return Verdict.wrong("empty_answer")
         return Verdict.correct("well_formed", answer=body.strip()[:2000])

@@ -13,6 +13,10 @@ counts nothing as followed by an empty response. Loose mode (`loose=True`) follo
 IFEval's loose evaluation: an instruction is followed when any of eight variants of
 the response follows it (as is, without its first line, without its last line,
 without both, and each of those with every '*' removed).
+
+Guards (opt-in, `guard.py`): `min_words` and `degenerate="reject"` score 0 a response
+that meets the checks without doing the task ("A A A A", one phrase repeated to a
+length, "{}"). Off by default, so the verdicts stay IFEval's.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlvr.verifiers.base import InvalidReference, Verdict
+from rlvr.verifiers.ifeval.guard import ResponseGuard
 from rlvr.verifiers.ifeval.registry import InstructionSpec, parse_instruction
 
 ParsedInstruction = tuple[InstructionSpec, dict[str, Any]]
@@ -66,13 +71,17 @@ class IfevalVerifier:
     unknown_language_follows: text langdetect cannot classify (only digits or
     punctuation) follows the language and English-case instructions, as in IFEval
     (default). Set False for training: otherwise "12345 !!!" satisfies "answer in
-    Hindi", a reward a policy can learn to collect."""
+    Hindi", a reward a policy can learn to collect.
+    min_words, degenerate: the opt-in guards of `guard.py` (defaults 0 and "allow":
+    IFEval's semantics); for training, e.g. {"min_words": 5, "degenerate": "reject"}."""
 
     name = "ifeval"
 
-    def __init__(self, loose: bool = False, unknown_language_follows: bool = True) -> None:
+    def __init__(self, loose: bool = False, unknown_language_follows: bool = True,
+                 min_words: int = 0, degenerate: str = "allow") -> None:
         self.loose = loose
         self.unknown_language_follows = unknown_language_follows
+        self.guard = ResponseGuard(min_words, degenerate)
 
     def check_reference(self, reference: Any) -> None:
         parse_reference(reference)
@@ -92,4 +101,8 @@ class IfevalVerifier:
         details = {"mode": "loose" if self.loose else "strict",
                    "instructions": [{"id": spec.id, "followed": ok}
                                     for (spec, _), ok in zip(instructions, followed)]}
+        problem = self.guard.problem(completion, instructions) if self.guard.active else None
+        if problem is not None:  # the checks' own verdicts stay in the details
+            details["guard"] = problem[1]
+            return Verdict(0.0, False, problem[0], details)
         return Verdict(score, passed, reason, details)

@@ -50,17 +50,28 @@ FALLBACKS = (None, "last_number")
 # a 5x5 matrix of fractions is ~400); it is also kept from the string rewrites.
 MAX_ANSWER_CHARS = 2000
 _AND = re.compile(r"\s*\\text\s*\{\s*and\s*\}\s*|\s+and\s+")
-# For a multi-valued gold, "x = 1 or x = 2" lists the solutions; a hedge gains nothing
-# there, since the collection must match the gold's exactly.
+# For a multi-valued gold, "x = 1 or x = 2" lists the solutions, and for a union gold
+# "x < 2 or x > 3" joins two rays; a hedge gains nothing there, since the collection or
+# union must match the gold's exactly.
 _OR = re.compile(r"\s*\\text\s*\{\s*or\s*\}\s*|\s+or\s+")
+_OR_MEANS = {"list": ", ", "union": " \\cup "}
 _ONE = sympy.Integer(1)
 
 
 @lru_cache(maxsize=4096)
-def _read(answer: str, or_separates: bool = False) -> tuple[Normalized, Shape]:
+def _read(answer: str, or_means: str = "") -> tuple[Normalized, Shape]:
+    """The normalised answer and its shape; `or_means` "list" or "union" reads "or"
+    as that joint (for golds of that kind), "" leaves it to the hedging checks."""
     normalized = normalize(answer)
     text = _AND.sub(", ", normalized.text)
-    return normalized, parse_shape(_OR.sub(", ", text) if or_separates else text)
+    joint = _OR_MEANS.get(or_means)
+    return normalized, parse_shape(_OR.sub(lambda _: joint, text) if joint else text)
+
+
+def _or_means(gold: Shape) -> str:
+    if gold.kind in COLLECTION_KINDS:
+        return "list"
+    return "union" if gold.kind == "union" else ""
 
 
 def _gold_text(reference: Any) -> str:
@@ -70,7 +81,7 @@ def _gold_text(reference: Any) -> str:
 
 def _read_gold(reference: Any) -> tuple[Normalized, Shape]:
     # "or" in a gold lists its answers (`x = 2 \text{ or } x = 3`): a multi-valued gold
-    normalized, shape = _read(_gold_text(reference), or_separates=True)
+    normalized, shape = _read(_gold_text(reference), or_means="list")
     if shape.kind == "empty":
         raise InvalidReference(f"math: reference {str(reference)[:100]!r} has no answer in it")
     return normalized, shape
@@ -193,7 +204,8 @@ class MathVerifier:
             return Verdict.wrong("no_answer", empty_box=True, **details)
         if len(group[-1].text) > MAX_ANSWER_CHARS:
             return Verdict.wrong("unparseable", too_long=True, **details)
-        hedge = hedge_reason(completion, candidates, group, alternatives_allowed=multi_valued,
+        hedge = hedge_reason(completion, candidates, group,
+                             alternatives_allowed=bool(_or_means(gold)),
                              gold_values=len(flat_items(gold)), same_answer=self._same_answer)
         if hedge:
             return Verdict.wrong("hedged", hedge=hedge, **details)
@@ -203,7 +215,7 @@ class MathVerifier:
         answer_text, form_problem = self._stated_form(group, multi_valued, gold)
         if echoes_prompt(answer_text, prompt, gold_norm.text):
             return Verdict.wrong("echoes_prompt", **details)
-        answer_norm, answer = _read(answer_text, or_separates=multi_valued)
+        answer_norm, answer = _read(answer_text, or_means=_or_means(gold))
         details["normalized"] = answer_norm.text[:500]
         if answer.kind == "empty":
             return Verdict.wrong("no_answer", **details)
