@@ -151,3 +151,16 @@ def test_fraction_copied_from_the_prompt_echoes():
     verdict = V.verify(r"\boxed{\frac{6}{8}}", r"\frac34", prompt=r"Simplify $\frac{6}{8}$.")
     assert verdict.reason == "echoes_prompt"
     assert V.verify(r"\boxed{\frac{3}{4}}", r"\frac34", prompt=r"Simplify $\frac{6}{8}$.").passed
+
+
+@pytest.mark.parametrize("answer,reason", [
+    (r"9^{9^{9^9}}", "unsimplified"),  # a number, written as a tower: not evaluated
+    ("ANSWER", "wrong_answer"),  # the template's placeholder: letters, not a number
+    ("68 * 79 equals 4839", "wrong_answer"),
+    (r"\checkmark", "unparseable"),
+    ("x+1", "wrong_answer"),
+])
+def test_answers_that_are_no_value_are_named_for_what_they_are(answer, reason):
+    """From the red-team run: a policy boxes all sorts of text; only a number written
+    as an expression (or an expression equal to the gold) is "unsimplified"."""
+    assert V.verify(rf"\boxed{{{answer}}}", "450").reason == reason

@@ -31,7 +31,6 @@ symbolic equivalence: `\\boxed{(x+1)^2}` for `x^2+2x+1` is correct.
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 
 import sympy
 
@@ -143,10 +142,12 @@ def in_value_form(answer: Shape, gold_kind: str) -> bool:
     return parsed is None or not _undone_rational_step(parsed.tree)
 
 
-def plain_fraction(text: str) -> Fraction | None:
-    """A fraction literal's value (`\\frac{3}{4}` -> 3/4), for the prompt check."""
-    match = _FRACTION.match(text.strip())
-    if not match:
-        return None
-    numerator, denominator = _fraction_parts(match)
-    return Fraction(numerator, denominator) if denominator else None
+def names_a_number(answer: Shape) -> bool:
+    """An answer that failed `in_value_form` is "unsimplified" when it is a number
+    written as an expression (`6 * 75`, `9^{9^9}`) or equals the gold (`\\sin^2x+\\cos^2x`
+    for 1, decided by the caller); other text the grammar reads as symbols ("ANSWER")
+    is just wrong, and text it cannot read is unparseable."""
+    if answer.kind == "relation" and answer.parts[1].kind == "expr":
+        answer = answer.parts[1]
+    parsed = parse_expression(answer.text) if answer.kind == "expr" else None
+    return parsed is not None and not parsed.tree.free_symbols

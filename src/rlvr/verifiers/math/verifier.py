@@ -33,7 +33,8 @@ from typing import Any
 import sympy
 
 from rlvr.verifiers.base import InvalidReference, Verdict
-from rlvr.verifiers.math.answer_form import ANSWER_FORMS, gold_value_kind, in_value_form
+from rlvr.verifiers.math.answer_form import (ANSWER_FORMS, gold_value_kind, in_value_form,
+                                             names_a_number)
 from rlvr.verifiers.math.conflicts import conflicting_statement
 from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer, flat_items
 from rlvr.verifiers.math.expressions import parse_expression
@@ -221,11 +222,13 @@ class MathVerifier:
             return Verdict.wrong("no_answer", **details)
         if answer.kind in COLLECTION_KINDS and not multi_valued and len(answer.parts) > 1:
             return Verdict.wrong("hedged", hedge="several_values", **details)
-        if form_problem:
-            return Verdict.wrong(form_problem, **details)
         comparer = Comparer(_percent_scales(answer_norm, gold_norm))
         try:
             with time_budget(self.time_budget_s):
+                if form_problem:  # named for what it is: a number or an equal expression
+                    unsimplified = names_a_number(answer) or comparer.equal(answer, gold)
+                    return Verdict.wrong(form_problem if unsimplified else _failure_reason(answer),
+                                         **details)
                 if comparer.equal(answer, gold):
                     return Verdict.correct(**details)
                 return Verdict.wrong(_failure_reason(answer), **details)
