@@ -15,7 +15,8 @@ Fairness:
   neither grader profits from a cache warmed by an earlier run; within a run rlvr's
   per-gold cache works as it would in training.
 
-Run: PYTHONPATH=src python benchmarks/bench_math.py [--runs 3]
+Run: PYTHONPATH=src python benchmarks/bench_math.py [--runs 3] [--data FILE.jsonl]
+     (--data tests/data/math_recall.jsonl: the recall suite of issue 14, item 6)
 """
 
 from __future__ import annotations
@@ -84,8 +85,12 @@ def accuracy_by_category(rows: list[dict], passed: list[bool]) -> dict[str, floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="timed runs per grader")
+    parser.add_argument("--data", type=Path, default=LABELLED,
+                        help="labelled pairs (JSONL with category, completion, reference, "
+                             "expected, note)")
     args = parser.parse_args()
-    rows = [json.loads(line) for line in LABELLED.read_text(encoding="utf-8").splitlines() if line]
+    rows = [json.loads(line) for line in args.data.read_text(encoding="utf-8").splitlines()
+            if line]
     # Huge expressions cost math-verify its full 5 s timeouts; timing the set without
     # them as well shows the everyday rate, where no grader waits on a timeout.
     ordinary = [r for r in rows if r["category"] != "huge"]
@@ -116,6 +121,12 @@ def main() -> None:
             print(f"  math-verify wrong [{row['category']}] {row['note']}")
         if mine is not row["expected"]:
             print(f"  rlvr wrong [{row['category']}] {row['note']}")
+    correct = sum(r["expected"] for r in rows)
+    for name, passed in results.items():
+        paid = sum(p and r["expected"] for r, p in zip(rows, passed))
+        false_positives = sum(p and not r["expected"] for r, p in zip(rows, passed))
+        print(f"{name}: correct answers paid {paid}/{correct}, false positives "
+              f"{false_positives}/{len(rows) - correct}")
     rate = {name: len(rows) / statistics.median(t) for name, t in times.items()}
     ordinary_rate = {name: len(ordinary) / statistics.median(t) for name, t in ordinary_times.items()}
     for label, table in (("all pairs", times), ("without huge", ordinary_times)):
