@@ -29,9 +29,6 @@ ROWS = [json.loads(line) for line in RECALL.read_text(encoding="utf-8").splitlin
 VERIFIER = MathVerifier()
 # Correct answers still scored 0, each for a reason outside this module's files:
 KNOWN_MISSES = {
-    # extraction.py: "Answer" without a colon is no marker, and the whole line is no
-    # bare answer ("Answer \[ 9 \]")
-    "dollar-wrapped gold",
     # `|x| > 1` is kept as an "inequality" string, not read as a union of rays
     "union against |x| > 1",
 }

@@ -113,9 +113,19 @@ def _marker_candidates(text: str, boxes: list[Candidate]) -> list[Candidate]:
     return found
 
 
+# A sentence that names its subject in words, then states the value: "The largest $n$
+# is 34." (the subject may hold math, `$n$`; "x = 5" is not such a sentence).
+_STATED_VALUE = re.compile(r"^(?:the|a|an)\s+[^.]*?\s(?:is|are|equals)\s+(?P<value>\S.*)$",
+                           re.IGNORECASE)
+
+
 def _strip_sentence_wrapping(content: str) -> str:
     """`$5$.` -> `5`; `\\( 5 \\)` -> `5`: math delimiters and the closing full stop."""
     content = content.strip().strip("*").strip()  # markdown bold: **Answer:** 42
+    # "Final Answer: The largest $n$ is 34.": the value after the sentence's verb
+    stated = _STATED_VALUE.match(content)
+    if stated:
+        content = stated.group("value")
     # "The final answer is $x$. I hope it is correct.": the first math span is the answer
     math_span = re.match(r"^(\$\$?)((?:\\.|[^$\\])+)\1", content) or re.match(r"^\\\((.+?)\\\)", content)
     if math_span:
@@ -126,6 +136,17 @@ def _strip_sentence_wrapping(content: str) -> str:
         if content.startswith(left) and content.endswith(right) and len(content) >= len(left) + len(right):
             content = content[len(left):len(content) - len(right)].strip()
     return re.sub(r"[.\s]+$", "", content)
+
+
+_TRAILING_CHATTER = re.compile(r"(?:\s*(?:<\|[\w]+\|>\w*|I hope it is correct\.?))+\s*$",
+                               re.IGNORECASE)
+
+
+def statement_end(text: str) -> int:
+    """Where the completion's own statement ends: before trailing template tokens and
+    "I hope it is correct."."""
+    chatter = _TRAILING_CHATTER.search(text, max(0, len(text) - 2000))
+    return chatter.start() if chatter else len(text)
 
 
 def answer_candidates(text: str) -> list[Candidate]:

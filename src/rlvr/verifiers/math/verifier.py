@@ -38,7 +38,9 @@ from rlvr.verifiers.math.answer_form import (ANSWER_FORMS, gold_value_kind, in_v
 from rlvr.verifiers.math.conflicts import conflicting_statement
 from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer, flat_items
 from rlvr.verifiers.math.expressions import parse_expression
-from rlvr.verifiers.math.extraction import Candidate, answer_candidates, bare_answer, last_number
+from rlvr.verifiers.math.extraction import (Candidate, answer_candidates, bare_answer,
+                                            last_number, statement_end)
+from rlvr.verifiers.math.final_statement import final_statement_candidates
 from rlvr.verifiers.math.hedging import final_group, hedge_reason
 from rlvr.verifiers.math.normalize import Normalized, normalize
 from rlvr.verifiers.math.prompt_echo import echoes_prompt
@@ -122,9 +124,12 @@ class MathVerifier:
 
     A completion that is nothing but a short answer (`42`, `x = 3`: one line, at most
     two plain words) is its own answer, so callers that cut the answer out first (the
-    `<answer>` block of r1_math) work; prose without a box or marker is no answer.
+    `<answer>` block of r1_math) work. Without a box, marker or bare answer, the math of
+    the closing sentence is the answer ("Therefore $x \\ge 5$ is the solution.",
+    final_statement.py); other prose is no answer.
 
-    fallback: None (default) — only a box, an answer marker or a bare answer counts;
+    fallback: None (default) — only a box, an answer marker, a bare answer or the
+              closing sentence's math counts;
               "last_number" — with neither, the last number in the text is the answer
               (for plain-text datasets; off for boxed-style data so that a stray number
               in the reasoning cannot score).
@@ -160,13 +165,14 @@ class MathVerifier:
         _read_gold(reference)
 
     def _candidates(self, completion: str) -> list[Candidate]:
-        candidates = answer_candidates(completion)
-        if not candidates:
-            bare = bare_answer(completion)
-            if bare is None and self.fallback == "last_number":
-                bare = last_number(completion)
-            candidates = [bare] if bare else []
-        return candidates
+        # in order of how clearly the text marks its answer
+        candidates = answer_candidates(completion) or final_statement_candidates(completion)
+        if candidates:
+            return candidates
+        bare = bare_answer(completion)
+        if bare is None and self.fallback == "last_number":
+            bare = last_number(completion)
+        return [bare] if bare else []
 
     def _same_answer(self, first: str, second: str) -> bool:
         """Two stated answers are the same value (under the time budget)."""
@@ -191,7 +197,11 @@ class MathVerifier:
 
     def verify(self, completion: str, reference: Any, prompt: str | None = None) -> Verdict:
         gold_norm, gold = _read_gold(reference)
-        candidates = self._candidates(completion or "")
+        completion = completion or ""
+        # template tokens after the text (`<|im_start|>user`) and "I hope it is correct."
+        # are not part of what the completion states
+        completion = completion[:statement_end(completion)]
+        candidates = self._candidates(completion)
         if not candidates:
             return Verdict.wrong("no_answer", answer=None)
         group = final_group(completion, candidates)
