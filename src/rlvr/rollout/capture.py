@@ -146,4 +146,5 @@ class ActivationCapture:
 
     def made_by(self, model: Any) -> bool:
         """This capture holds `model`'s forward (the very object, while it lives)."""
-        return self._owner() is model
+        owner = self._owner()  # None once the model was freed: then nothing matches
+        return owner is not None and owner is model
