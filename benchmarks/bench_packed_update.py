@@ -24,7 +24,8 @@ import torch
 from rlvr.algorithms import token_logprobs
 from rlvr.rollout.base import Completion
 from rlvr.training.batch import pack
-from rlvr.update_paths.shared_prefix import ModelShape, choose_path, group_rows, shared_prompt_logits
+from rlvr.update_paths.shared_prefix import (ModelShape, choose_path, group_rows,
+                                             shared_prompt_logits)
 
 MODEL_DIR = Path("/tmp/rlvrcache/models/smollm2-135m-instruct-a57964ac1204")
 PATHS = ("tree", "packed", "two_pass", "plain")

@@ -70,7 +70,8 @@ def _check(relative: Path, source: str) -> list[str]:
 
 
 def _violations() -> list[str]:
-    return [bad for path in sorted(SRC.rglob("*.py")) if path.relative_to(SRC).parts != ("__init__.py",)
+    return [bad for path in sorted(SRC.rglob("*.py"))
+            if path.relative_to(SRC).parts != ("__init__.py",)
             for bad in _check(path.relative_to(SRC), path.read_text())]
 
 
