@@ -1,4 +1,4 @@
-"""The update's forward replayed from the sampler's kept activations (rlvr.training.replay)
+"""The update's forward replayed from the sampler's kept activations (rlvr.update_paths.replay)
 equals the ordinary forward: same log-probs, same gradients; it steps aside whenever it
 would not be exact."""
 
@@ -9,11 +9,12 @@ import json
 import pytest
 import torch
 
-import rlvr.training.replay as replay
+import rlvr.update_paths.replay as replay
 from rlvr.algorithms import token_logprobs
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.hf import HFRolloutEngine
-from rlvr.training.batch import completion_logits, pack
+from rlvr.training.batch import pack
+from rlvr.update_paths import ReplayPath, SharedPrefixPath
 from rlvr.training.run import train
 from rlvr.training.tiny import char_tokenizer, tiny_llama
 from train_helpers import tiny_config
@@ -63,10 +64,20 @@ def _count_kept(monkeypatch) -> list[int]:
     return calls
 
 
-def _loss_and_grads(model, batch):
+def completion_logits(model, batch, expect=None):
+    """The replay path (tree where it cannot replay), asserting which route ran."""
+    path = ReplayPath(fallback=SharedPrefixPath("tree"))
+    with torch.enable_grad():
+        logits = path.logits(model, batch)
+    if expect is not None:
+        assert path.take_ran() == expect
+    return logits
+
+
+def _loss_and_grads(model, batch, expect=None):
     model.zero_grad(set_to_none=True)
     model.train()
-    logits = completion_logits(model, batch).dense()  # [B, T, V]
+    logits = completion_logits(model, batch, expect).dense()  # [B, T, V]
     logprobs = token_logprobs(logits, batch.completion_ids, 1.0)  # [B, T]
     weights = torch.linspace(-1.0, 1.0, batch.mask.shape[0])[:, None]  # [B, 1]
     (logprobs * batch.mask * weights).sum().backward()
@@ -84,11 +95,11 @@ def test_replay_equals_the_ordinary_forward(setup, monkeypatch, rows):
         batch = batch.rows(torch.tensor(rows))
     assert batch.activations is not None
     calls = _count_kept(monkeypatch)
-    replayed, replayed_grads = _loss_and_grads(model, batch)
+    replayed, replayed_grads = _loss_and_grads(model, batch, expect="replay")
     layers = model.config.num_hidden_layers
     assert calls[0] == layers + 1  # every layer and the lm_head replayed
     batch.activations = None
-    ordinary, ordinary_grads = _loss_and_grads(model, batch)
+    ordinary, ordinary_grads = _loss_and_grads(model, batch, expect="tree")
     assert calls[0] == layers + 1  # ... and none without kept activations
     mask = batch.mask.bool()
     # The replayed log-probs are the sampler's own (its logits), to float32 rounding.
@@ -110,10 +121,10 @@ def test_replay_under_activation_checkpointing(setup, monkeypatch):
     model.gradient_checkpointing_enable()
     try:
         calls = _count_kept(monkeypatch)
-        _, replayed = _loss_and_grads(model, batch)
+        _, replayed = _loss_and_grads(model, batch, expect="replay")
         assert calls[0] == model.config.num_hidden_layers + 1
         batch.activations = None
-        _, ordinary = _loss_and_grads(model, batch)
+        _, ordinary = _loss_and_grads(model, batch, expect="tree")
     finally:
         model.gradient_checkpointing_disable()
     for name, grad in ordinary.items():
@@ -128,7 +139,7 @@ def test_no_replay_once_the_weights_moved(setup, monkeypatch):
     calls = _count_kept(monkeypatch)
     assert replay.replay_logits(model, batch.input_ids, batch.attention_mask,
                                 batch.completion_ids, batch.mask, batch.activations) is None
-    completion_logits(model, batch)
+    completion_logits(model, batch, expect="tree")
     assert calls[0] == 0
 
 
@@ -158,10 +169,10 @@ def test_activation_budget(setup):
     model, tokenizer, _ = setup
     params = SamplingParams(max_new_tokens=6, temperature=1.0, seed=1, keep_activations=True)
     small = HFRolloutEngine(model, tokenizer, activation_budget_gb=1e-6)
-    assert all("activations" not in c.extra for g in small.generate(["ab"], 3, params) for c in g)
+    assert all(c.activations is None for g in small.generate(["ab"], 3, params) for c in g)
     plain = HFRolloutEngine(model, tokenizer)
     unasked = SamplingParams(max_new_tokens=6, temperature=1.0, seed=1)
-    assert all("activations" not in c.extra for g in plain.generate(["ab"], 3, unasked) for c in g)
+    assert all(c.activations is None for g in plain.generate(["ab"], 3, unasked) for c in g)
 
 
 def test_training_with_replay_ends_at_the_same_weights(tmp_path):

@@ -49,6 +49,9 @@ def test_resume_matches_uninterrupted_run(tmp_path, monkeypatch):
     # Metrics to float rounding: MKL's matmul results may differ in the last bit with the
     # memory alignment of its inputs (exact under MKL_CBWR=COMPATIBLE); weights are exact.
     logged_part, logged_full = _logged(part / "metrics.jsonl"), _logged(full / "metrics.jsonl")
+    # The update path is a name (replay for the first minibatch, tree after the weights move).
+    paths = [[m.pop("update/path") for m in logged] for logged in (logged_part, logged_full)]
+    assert paths[0] == paths[1] and set(paths[0]) <= {"replay+tree", "tree", "none"}
     assert logged_part == [pytest.approx(m, rel=1e-6, abs=1e-9) for m in logged_full]
     assert (part / "rollouts.jsonl").read_text() == (full / "rollouts.jsonl").read_text()
     sa, sb = (json.loads((d / "summary.json").read_text()) for d in (full, part))

@@ -1,5 +1,7 @@
 """Generation engines behind one protocol (`RolloutEngine`)."""
 
-from rlvr.rollout.base import Completion, RolloutEngine, SamplingParams
+from rlvr.rollout.base import (Completion, EngineCapabilities, KeptActivations, RolloutEngine,
+                               SamplingParams)
 
-__all__ = ["Completion", "RolloutEngine", "SamplingParams"]
+__all__ = ["Completion", "EngineCapabilities", "KeptActivations", "RolloutEngine",
+           "SamplingParams"]

@@ -3,7 +3,8 @@
 An engine turns rendered prompts into groups of sampled completions, with the token ids
 and per-token log-probabilities of the sampling policy, so the trainer never re-runs a
 forward pass just to learn what the sampler already knew. A vLLM engine implements the
-same protocol; the trainer does not know which one it has.
+same protocol; the trainer does not know which one it has, only what it declares it can
+do (`EngineCapabilities`). Engines are built by name (rlvr.rollout.factory).
 """
 
 from __future__ import annotations
@@ -23,8 +24,48 @@ class SamplingParams:
     stop: tuple[str, ...] = ()  # stop strings; the text is cut before the first one
     seed: int | None = None
     # Engines that can keep their forward's activations for the update attach them to
-    # each completion as extra["activations"] (rlvr.rollout.capture); others ignore it.
+    # each completion as `Completion.activations`; others ignore it.
     keep_activations: bool = False
+
+
+@dataclass(frozen=True)
+class EngineCapabilities:
+    """What an engine can do, declared by the engine; the trainer's defaults follow.
+
+    keeps_activations:      it can attach `KeptActivations` to completions (when
+                            `SamplingParams.keep_activations` asks), which an update path
+                            may replay instead of recomputing (rlvr.update_paths.replay).
+    logprobs_match_trainer: its per-token log-probs are the trainer's forward's numbers
+                            (same weights, same math), so they serve as pi_old as they
+                            are. When not, the update recomputes pi_old (an importance-
+                            sampling correction is the other answer; not implemented).
+    """
+
+    keeps_activations: bool
+    logprobs_match_trainer: bool
+
+    def recompute_old_logprobs(self, setting: bool | None) -> bool:
+        """Whether the update recomputes pi_old: as configured (true/false), else
+        (None) exactly when this engine's log-probs are not the trainer's."""
+        return (not self.logprobs_match_trainer) if setting is None else setting
+
+
+@dataclass(frozen=True)
+class KeptActivations:
+    """What the engine's forward computed for one completion, kept for the update.
+
+    store: the engine's buffers for one decode call, shared by its completions
+           (rlvr.rollout.capture.ActivationCapture for the HF engine's fast decode); it
+           knows which model computed it through a weak reference (`made_by`), so a
+           freed model's address reused by another object never matches.
+    row:   this completion's generation row in the store.
+    """
+
+    store: Any
+    row: int
+
+    def made_by(self, model: Any) -> bool:
+        return self.store.made_by(model)
 
 
 @dataclass
@@ -46,6 +87,7 @@ class Completion:
     text: str
     finish_reason: str
     extra: dict[str, Any] = field(default_factory=dict)
+    activations: KeptActivations | None = None  # engines that keep activations only
 
     @property
     def truncated(self) -> bool:
@@ -53,6 +95,8 @@ class Completion:
 
 
 class RolloutEngine(Protocol):
+    capabilities: EngineCapabilities  # for the model the engine now samples from
+
     def generate(self, prompts: Sequence[str], n: int,
                  params: SamplingParams) -> list[list[Completion]]:
         """For each prompt (already rendered text), `n` completions: result[i][j] is the

@@ -4,7 +4,7 @@ With a single policy epoch the update's forward recomputes, under the same weigh
 every projection that sampling already computed: each prompt token once, each completion
 token once. The CPU decode forward (rlvr.rollout.fast_llama) can keep the output of every
 linear layer (per layer: fused q|k|v, o, fused gate|up, down) and the logits of every
-position it scored; rlvr.training.replay then runs the update's forward with those
+position it scored; rlvr.update_paths.replay then runs the update's forward with those
 outputs in place of its GEMMs, so only the backward's GEMMs remain.
 
 Layout, one pool per (layer, slot): rows [0, B*P) hold the prefill (prompt b's column c
@@ -18,7 +18,9 @@ keeps activations only within a budget.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -52,15 +54,19 @@ class CaptureShape:
 
 
 class ActivationCapture:
-    """Buffers the decode forward writes (`begin_*`, `put`, `put_logits`) and the
-    replay reads (`outputs`, `logits`, `prompt_rows`, `token_rows`, `logit_rows`)."""
+    """Buffers the decode forward writes (`begin_prefill`, `begin_step`, `put`,
+    `put_logits`, `next_logits`, `step_outputs`) and the replay reads (`outputs`,
+    `logits`, `token_pool`, `token_logits`, `prompt_rows`, `prompt_logits_row`,
+    `prompt_lengths`, `versions`, `made_by`)."""
 
     def __init__(self, shape: CaptureShape, prompt_lengths: list[int],
-                 versions: tuple[int, ...], owner: int, dtype: torch.dtype,
+                 versions: tuple[int, ...], owner: Any, dtype: torch.dtype,
                  device: torch.device) -> None:
         self.shape, self.capacity = shape, shape.capacity
         self.prompt_lengths = prompt_lengths  # [B] real tokens of each prompt
-        self.versions, self.owner = versions, owner  # the weights this forward used
+        # The weights this forward used: their versions, and the model they belong to,
+        # held weakly (an id() could match another object once this one is freed).
+        self.versions, self._owner = versions, weakref.ref(owner)
         make = lambda width: torch.empty(self.capacity + 1, width, dtype=dtype,  # noqa: E731
                                          device=device)
         self.outputs = [{slot: make(w) for slot, w in shape.widths.items()}
@@ -135,4 +141,10 @@ class ActivationCapture:
         return torch.arange(prompt * width + width - length, (prompt + 1) * width)
 
     def prompt_logits_row(self, row: int) -> int:
+        """The logits row of generation row `row`'s last prompt position."""
         return row // self.shape.samples
+
+    def made_by(self, model: Any) -> bool:
+        """This capture holds `model`'s forward (the very object, while it lives)."""
+        owner = self._owner()  # None once the model was freed: then nothing matches
+        return owner is not None and owner is model

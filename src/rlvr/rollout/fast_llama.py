@@ -19,7 +19,7 @@ and activation), float32 throughout on CPU; tests compare logits and sampled
 log-probabilities against it. The layers (and any copies) are rebuilt when any
 parameter changed (torch bumps a tensor's version on every in-place update, which is
 how optimizers write). With `keep_activations` every GEMM's output and the logits are
-also kept for the update (rlvr.rollout.capture, rlvr.training.replay).
+also kept for the update (rlvr.rollout.capture, rlvr.update_paths.replay).
 
 Decode steps of up to `native_gemm.MAX_ROWS` rows run as one native call when the
 kernels load (rlvr.rollout.native_step: the same math, every layer in one OpenMP
@@ -35,63 +35,17 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from rlvr.models.families import ATTENTION, MLP, supports_fast_decode, unwrap
 from rlvr.rollout import native_gemm
 from rlvr.rollout.capture import SLOTS, ActivationCapture, CaptureShape
 from rlvr.rollout.decode_linear import DecodeLinear, StackedDecodeLinear
 from rlvr.rollout.native_step import NativeStep
 from rlvr.rollout.rotary import rotate, signed_sin, swap_halves
 
-SUPPORTED_TYPES = ("llama", "qwen2", "mistral")
 _FIRST_COLUMNS = 64  # new-token columns allocated up front (the buffer doubles as needed)
 
-
-def supports(model: Any) -> bool:
-    """Whether `model` is a Llama-family causal LM this forward reproduces exactly
-    (plain, or with peft LoRA adapters on its linear layers)."""
-    model = _unwrap(model)
-    config = getattr(model, "config", None)
-    inner = getattr(model, "model", None)
-    if config is None or inner is None or getattr(config, "model_type", None) not in SUPPORTED_TYPES:
-        return False
-    if getattr(config, "hidden_act", None) != "silu" or getattr(config, "sliding_window", None):
-        return False
-    if any(kind != "full_attention" for kind in getattr(config, "layer_types", None) or ()):
-        return False
-    if any(getattr(config, name, None) for name in ("final_logit_softcapping",
-                                                    "attn_logit_softcapping")):
-        return False
-    parts = ("embed_tokens", "layers", "norm", "rotary_emb")
-    if not (all(hasattr(inner, p) for p in parts) and hasattr(model, "lm_head")):
-        return False
-    return (isinstance(inner.embed_tokens, torch.nn.Embedding)
-            and all(_plain_or_lora(m) for m in projections(model)))
-
-
-ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
-MLP = ("gate_proj", "up_proj", "down_proj")
-
-
-def projections(model: Any) -> list[Any]:
-    """The lm_head and every layer's attention and MLP projections of a Llama-family
-    causal LM (the transformers model, not a peft wrapper)."""
-    return [model.lm_head] + [getattr(getattr(layer, block), name)
-                              for layer in model.model.layers
-                              for block, names in (("self_attn", ATTENTION), ("mlp", MLP))
-                              for name in names]
-
-
-def _unwrap(model: Any) -> Any:
-    """The transformers model inside a peft wrapper (the model itself otherwise)."""
-    return model.get_base_model() if hasattr(model, "get_base_model") else model
-
-
-def _plain_or_lora(module: Any) -> bool:
-    if isinstance(module, torch.nn.Linear):
-        return True
-    base = getattr(module, "base_layer", None)
-    dora = getattr(module, "use_dora", {}) or {}
-    return (isinstance(base, torch.nn.Linear) and hasattr(module, "get_delta_weight")
-            and not any(dora.values()))
+# The family check lives in rlvr.models.families; this module's name for it.
+supports = supports_fast_decode
 
 
 def effective_linear(module: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -130,7 +84,7 @@ class FastLlama:
         if not supports(model):
             raise ValueError(f"{type(model).__name__} is not a supported Llama-family model")
         self.model = model  # the engine's model (a peft wrapper when LoRA is on)
-        self.base = _unwrap(model)
+        self.base = unwrap(model)
         config = self.base.config
         self.heads = config.num_attention_heads
         self.kv_heads = getattr(config, "num_key_value_heads", None) or self.heads
@@ -217,7 +171,7 @@ class FastLlama:
         if keep_activations:
             self.capture = ActivationCapture(
                 self.capture_shape(batch, width, n, max_new_tokens),
-                mask.sum(1).tolist(), self._versions, id(self.model), self._dtype(),
+                mask.sum(1).tolist(), self._versions, self.model, self._dtype(),
                 input_ids.device)
             self.capture.begin_prefill()
         self._running = self._layers if self.capture is None else self._recorded_layers()

@@ -11,13 +11,13 @@ sits in the last column; position ids follow each row's real length.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Sequence
 
 import torch
 
+from rlvr.models.families import cache_kwarg
 from rlvr.rollout import fast_llama
-from rlvr.rollout.base import Completion, SamplingParams
+from rlvr.rollout.base import Completion, EngineCapabilities, KeptActivations, SamplingParams
 from rlvr.rollout.sampling import filter_logits, sample_tokens
 
 
@@ -34,6 +34,11 @@ class HFRolloutEngine:
                     fast decode only); a call that would need more keeps none.
     """
 
+    # At best: activations from the CPU fast decode (`capabilities` says whether for the
+    # current model); log-probs from the trainer's own module and math (tests compare
+    # them with the training forward's), so they are pi_old as they are.
+    CAPABILITIES = EngineCapabilities(keeps_activations=True, logprobs_match_trainer=True)
+
     def __init__(self, model: Any, tokenizer: Any, max_batch_rows: int = 512,
                  fast_decode: bool = True, activation_budget_gb: float = 2.0) -> None:
         self.model = model
@@ -44,6 +49,12 @@ class HFRolloutEngine:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.eos_ids = _eos_ids(model, tokenizer)
         self._fast: fast_llama.FastLlama | None = None
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        """For the current model: activations only from the CPU fast decode."""
+        return EngineCapabilities(keeps_activations=self._fast_decodes(),
+                                  logprobs_match_trainer=True)
 
     def sync_weights(self, model: Any) -> None:
         """The trainer changed (or swapped) the model: drop decode-time weight snapshots
@@ -95,7 +106,7 @@ class HFRolloutEngine:
         if keep:
             capture, stepper.capture = stepper.capture, None  # the completions own it now
             for row, completion in enumerate(completions):
-                completion.extra["activations"] = (capture, row)
+                completion.activations = KeptActivations(capture, row)
         return completions
 
     def _can_keep_activations(self, stepper: Any, prompts: int, width: int, n: int,
@@ -149,12 +160,15 @@ class HFRolloutEngine:
         # CPU only: off the native kernel the decode forward keeps fused copies of the
         # q|k|v and gate|up weights, which a GPU should not pay for (there, transformers'
         # forward or vLLM).
-        if (self.fast_decode and self._device().type == "cpu"
-                and fast_llama.supports(self.model)):
+        if self._fast_decodes():
             if self._fast is None or self._fast.model is not self.model:
                 self._fast = fast_llama.FastLlama(self.model)
             return self._fast
         return _CacheStepper(self.model)
+
+    def _fast_decodes(self) -> bool:
+        return (self.fast_decode and self._device().type == "cpu"
+                and fast_llama.supports(self.model))
 
     @staticmethod
     def _pick(logits: torch.Tensor, params: SamplingParams,
@@ -250,12 +264,6 @@ class _StopChecker:
 def _cut_at_stop(text: str, stops: Sequence[str]) -> str:
     cuts = [text.find(s) for s in stops if s and s in text]
     return text[:min(cuts)] if cuts else text
-
-
-def cache_kwarg(model: Any) -> str:
-    """The forward's KV-cache keyword: `cache` in transformers >= 5.2x, else the older
-    `past_key_values`."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> list[int]:

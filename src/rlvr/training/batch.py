@@ -1,4 +1,4 @@
-"""Pack sampled completions into the tensors the update needs, and score them.
+"""Pack sampled completions into the tensors the update needs; choose the update's forward.
 
 Layout: prompts left-padded to P columns, completions right-padded to T columns, so
 column P + t holds completion token t of every row and the logits that predict it sit
@@ -8,14 +8,14 @@ at column P + t - 1. Per-token tensors of the loss are then plain [B, T].
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
-from rlvr.algorithms.row_logits import RowLogits
-from rlvr.rollout.base import Completion
-from rlvr.training.replay import replay_logits
-from rlvr.training.shared_prefix import shared_prompt_logits
+from rlvr.data.records import TaskRecord
+from rlvr.rollout.base import Completion, KeptActivations, RolloutEngine
+from rlvr.training.config import TrainConfig
+from rlvr.update_paths import RunShape, UpdatePath, resolve_update_path
 
 
 @dataclass
@@ -27,9 +27,9 @@ class PackedBatch:
     mask: torch.Tensor            # [B, T] 1 = completion token
     old_logprobs: torch.Tensor    # [B, T] sampler log-probs (0 on padding)
     truncated: torch.Tensor       # [B] bool
-    # Per row, the sampler's kept activations (capture, generation row), when every row
-    # has them (rlvr.rollout.capture); the update then replays instead of recomputing.
-    activations: tuple[Any, ...] | None = None
+    # Per row, the sampler's kept activations, when every row has them; the replay
+    # update path then runs from them instead of recomputing (rlvr.update_paths.replay).
+    activations: tuple[KeptActivations, ...] | None = None
 
     @property
     def width(self) -> int:
@@ -63,26 +63,28 @@ def pack(completions: Sequence[Completion], pad_id: int, device: torch.device) -
             old[i, :len(c.logprobs)] = torch.tensor(c.logprobs, dtype=torch.float32)
     positions = (attention.cumsum(-1) - 1).clamp(min=0)  # [B, P+T]
     truncated = torch.tensor([c.truncated for c in completions], dtype=torch.bool)
-    kept = tuple(c.extra.get("activations") for c in completions)
+    kept = tuple(c.activations for c in completions)
     return PackedBatch(ids.to(device), attention.to(device), positions.to(device),
                        ids[:, prompt_width:].to(device), attention[:, prompt_width:].to(device),
                        old.to(device), truncated.to(device),
                        None if any(k is None for k in kept) else kept)
 
 
-def completion_logits(model: Any, batch: PackedBatch) -> RowLogits:
-    """Logits predicting each completion token: [B, T, V] as RowLogits (each distinct
-    position's row once; only T+1 positions computed). From the sampler's kept
-    activations when that is exact (rlvr.training.replay); else rows that share a prompt
-    run it once (rlvr.training.shared_prefix)."""
-    replayed = replay_logits(model, batch.input_ids, batch.attention_mask,
-                             batch.completion_ids, batch.mask, batch.activations)
-    if replayed is not None:
-        return replayed
-    shared = shared_prompt_logits(model, batch.input_ids, batch.attention_mask,
-                                  batch.completion_ids, batch.mask)
-    if shared is not None:
-        return shared
-    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                position_ids=batch.position_ids, logits_to_keep=batch.width + 1)
-    return RowLogits.of(out.logits[:, :-1])  # [B, T, V] rows, a view
+def choose_update_path(cfg: TrainConfig, model: Any, engine: RolloutEngine, tokenizer: Any,
+                       render: Callable[[TaskRecord], str],
+                       records: Sequence[TaskRecord]) -> UpdatePath:
+    """The run's update forward (`update.path`, rlvr.update_paths), resolved once, before
+    any training: a path asked for by name that cannot run is a ConfigError naming the
+    field. `auto` weighs the paths at the run's shape (a typical prompt's length)."""
+    s, a = cfg.sampling, cfg.algorithm
+    no_activations = ("sampling.reuse_activations is false" if not s.reuse_activations
+                      else "algorithm.dynamic_sampling mixes several draws' groups"
+                      if a.dynamic_sampling
+                      else f"engine {s.engine!r} keeps no activations for this model"
+                      if not engine.capabilities.keeps_activations else "")
+    prompts = [len(tokenizer(render(r), add_special_tokens=False)["input_ids"])
+               for r in records[:32]]
+    shape = RunShape(groups=s.prompts_per_step // a.minibatches, group_size=s.group_size,
+                     prompt_tokens=sorted(prompts)[len(prompts) // 2] if prompts else 1,
+                     completion_tokens=s.max_new_tokens, no_activations=no_activations)
+    return resolve_update_path(cfg.update.path, model, shape)

@@ -109,12 +109,14 @@ class SamplingConfig:
     reuse_activations: bool = _doc("with fast decode, keep every projection's output and the "
                                    "logits while sampling, so the update's first forward "
                                    "replays them instead of multiplying (exact: same "
-                                   "weights; rlvr.training.replay; off under DAPO dynamic "
+                                   "weights; rlvr.update_paths.replay; off under DAPO dynamic "
                                    "sampling, whose groups come from several draws)",
                                    default=True)
     activation_memory_gb: float = _doc("most memory one decode call's kept activations "
                                        "may take (~0.6 MB per token for a 135M model); "
                                        "a call needing more keeps none", default=2.0)
+    engine: str = _doc("rollout engine by name (rlvr.rollout.factory): hf = transformers "
+                       "model in this process", default="hf")
 
     def validate(self) -> None:
         if self.temperature <= 0:
@@ -127,6 +129,10 @@ class SamplingConfig:
             raise ConfigError("must be in (0, 1]", "top_p")
         if self.activation_memory_gb < 0:
             raise ConfigError("must be >= 0 (0 keeps no activations)", "activation_memory_gb")
+        from rlvr.rollout.factory import engine_names  # names only: no engine is imported
+        if self.engine not in engine_names():
+            raise ConfigError(f"unknown engine {self.engine!r} (known: "
+                              f"{', '.join(engine_names())})", "engine")
 
 
 @dataclass
@@ -169,8 +175,10 @@ class AlgorithmConfig:
     dynamic_sampling: bool = _doc("DAPO: drop groups with equal rewards, draw more until "
                                   "the batch is full", default=False)
     max_draws: int = _doc("dynamic sampling: generation rounds per step at most", default=3)
-    recompute_old_logprobs: bool = _doc("recompute old log-probs with a forward pass "
-                                        "instead of using the sampler's", default=False)
+    recompute_old_logprobs: bool | None = _doc(
+        "recompute old log-probs with a forward pass instead of using the sampler's; "
+        "null = only when the engine's log-probs are not the trainer's numbers "
+        "(rlvr.rollout.base.EngineCapabilities)", default=None)
     skip_zero_advantage: bool = _doc("run the update's forward/backward only on rows whose "
                                      "loss can be nonzero (nonzero advantage; all rows when "
                                      "a KL-in-loss or entropy term is on): same gradient, "
@@ -182,6 +190,41 @@ class AlgorithmConfig:
             raise ConfigError("must be >= 0", "kl_beta")
         if self.epochs < 1 or self.minibatches < 1:
             raise ConfigError("epochs and minibatches must be >= 1", "epochs")
+
+
+@dataclass
+class UpdateConfig:
+    path: Literal["auto", "plain", "packed", "tree", "two_pass", "replay"] = _doc(
+        "how the update computes completion logits (rlvr.update_paths): plain (full "
+        "batch), packed (each group one row, 4D mask), tree (packed, only the allowed "
+        "attention pairs), two_pass (prompt KV cache), replay (the sampler's kept "
+        "activations; later minibatches take auto's next choice); auto = replay, else "
+        "tree, else the cheapest by a FLOP estimate. Chosen once per run and recorded "
+        "as update/path in metrics.jsonl", default="auto")
+
+
+def check_engine_and_path(cfg: "TrainConfig") -> None:
+    """Settings that contradict each other across sections, before any model is built
+    (what depends on the model itself is checked when the update path is resolved)."""
+    s, a, path = cfg.sampling, cfg.algorithm, cfg.update.path
+    if path == "replay" and not s.reuse_activations:
+        raise ConfigError("replay needs sampling.reuse_activations=true", "update.path")
+    if path == "replay" and a.dynamic_sampling:
+        raise ConfigError("replay cannot run under algorithm.dynamic_sampling (its groups "
+                          "come from several draws)", "update.path")
+    if path == "two_pass" and cfg.model.gradient_checkpointing:
+        raise ConfigError("two_pass needs the KV cache, which model.gradient_checkpointing "
+                          "drops", "update.path")
+    if a.recompute_old_logprobs is False or path == "replay":
+        from rlvr.rollout.factory import declared_capabilities  # imports the engine
+        declared = declared_capabilities(s.engine)
+        if a.recompute_old_logprobs is False and not declared.logprobs_match_trainer:
+            raise ConfigError(f"engine {s.engine!r} declares log-probs that are not the "
+                              "trainer's numbers, so pi_old must be recomputed: set it to "
+                              "true or null", "algorithm.recompute_old_logprobs")
+        if path == "replay" and not declared.keeps_activations:
+            raise ConfigError(f"engine {s.engine!r} keeps no activations to replay",
+                              "update.path")
 
 
 @dataclass
@@ -237,6 +280,7 @@ class TrainConfig:
                                       default_factory=AlgorithmConfig)
     optim: OptimConfig = _doc("optimizer and schedule", default_factory=OptimConfig)
     sft: SFTConfig = _doc("supervised warm-start", default_factory=SFTConfig)
+    update: UpdateConfig = _doc("the update's forward", default_factory=UpdateConfig)
 
     def validate(self) -> None:
         if self.steps < 0:
@@ -246,3 +290,4 @@ class TrainConfig:
         if self.sampling.prompts_per_step % self.algorithm.minibatches:
             raise ConfigError("sampling.prompts_per_step must be divisible by "
                               "algorithm.minibatches", "algorithm.minibatches")
+        check_engine_and_path(self)

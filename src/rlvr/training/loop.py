@@ -26,7 +26,7 @@ from rlvr.algorithms import (GroupAccumulator, advantage_estimator, kl_estimator
 from rlvr.data.prompts import PromptRenderer
 from rlvr.data.records import TaskRecord, prompt_text
 from rlvr.rollout.base import RolloutEngine, SamplingParams
-from rlvr.training.batch import PackedBatch, completion_logits, pack
+from rlvr.training.batch import PackedBatch, pack
 from rlvr.training.config import TrainConfig
 from rlvr.training.prompt_order import PromptOrder, take
 from rlvr.training.rewards import reward_tensor, verdict_metrics, verify_groups
@@ -49,6 +49,7 @@ class Trainer:
     records: list[TaskRecord]
     reference: Any = None  # frozen reference policy; None when kl_beta == 0
     algo: dict[str, Any] = field(default_factory=dict)
+    update: Any = None  # the update's forward (rlvr.update_paths), resolved once by run.py
 
     def __post_init__(self) -> None:
         a, s = self.cfg.algorithm, self.cfg.sampling
@@ -95,9 +96,9 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
 
     # 4. Policy update: several epochs over minibatches of this batch.
     old_logprobs = batch.old_logprobs
-    if cfg.algorithm.recompute_old_logprobs:
+    if t.engine.capabilities.recompute_old_logprobs(cfg.algorithm.recompute_old_logprobs):
         with torch.no_grad():
-            old_logprobs, _ = token_logprobs_and_entropy(completion_logits(t.model, batch),
+            old_logprobs, _ = token_logprobs_and_entropy(t.update.logits(t.model, batch),
                                                          batch.completion_ids,
                                                          cfg.sampling.temperature)
     update = policy_update(t, step, batch, mask, advantages.flatten(), old_logprobs,
@@ -107,6 +108,7 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
 
     metrics = step_metrics(t, step, groups, batch, mask, rewards, update, times, gen_tokens)
     metrics["time/step"] = time.perf_counter() - began
+    metrics["update/path"] = t.update.take_ran()  # the forwards this step's update ran
     rollouts = rollout_lines(step, groups, rewards, advantages) if cfg.log_rollouts else []
     return metrics, rollouts
 
@@ -124,9 +126,9 @@ def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Grou
         params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature,
                                 top_p=s.top_p, top_k=s.top_k, stop=tuple(s.stop),
                                 seed=_sampling_seed(cfg.seed, step, keep.draws),
-                                # Groups kept across several draws mix captures, which
-                                # the replay cannot use: each would only hold memory.
-                                keep_activations=s.reuse_activations and draws == 1)
+                                # Only the replay path reads kept activations (it is
+                                # never chosen under dynamic sampling's mixed draws).
+                                keep_activations=t.update.wants_activations)
         began = time.perf_counter()
         completions = t.engine.generate([t.renderer.render(r) for r in records],
                                         s.group_size, params)
@@ -156,7 +158,7 @@ def reference_logprobs(t: Trainer, batch: PackedBatch) -> torch.Tensor | None:
     if t.reference is None or t.cfg.algorithm.kl_beta == 0:
         return None
     with torch.no_grad():
-        logprobs, _ = token_logprobs_and_entropy(completion_logits(t.reference, batch),
+        logprobs, _ = token_logprobs_and_entropy(t.update.logits(t.reference, batch),
                                                  batch.completion_ids, t.cfg.sampling.temperature)
         return logprobs
 
@@ -242,7 +244,7 @@ def _loss_backward(t: Trainer, batch: PackedBatch, mask: torch.Tensor, weights: 
     a, temperature = t.cfg.algorithm, t.cfg.sampling.temperature
     # One pass over the logits rows gives both; entropy is differentiable, and costs no
     # backward work unless an entropy bonus uses it.
-    logprobs, entropy = token_logprobs_and_entropy(completion_logits(t.model, batch),
+    logprobs, entropy = token_logprobs_and_entropy(t.update.logits(t.model, batch),
                                                    batch.completion_ids, temperature)  # [b, T]
     out = t.algo["policy_loss"](logprobs, old_logprobs, advantages.to(logprobs.dtype), mask)
     loss = weighted_sum(out.loss, mask, weights)

@@ -22,8 +22,9 @@ import torch
 
 from rlvr.audit.live import LiveAudit
 from rlvr.config import save_config
-from rlvr.rollout.hf import HFRolloutEngine
+from rlvr.rollout.factory import EngineOptions, build_engine
 from rlvr.runs import Progress, RunDir
+from rlvr.training.batch import choose_update_path
 from rlvr.training.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
 from rlvr.training.config import TrainConfig
 from rlvr.training.evaluate import evaluate
@@ -63,9 +64,10 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         retain_freed_memory()
     model, tokenizer = load_policy(cfg.model, cfg.seed, checkpoint)
     renderer = prompt_renderer(cfg.prompt, tokenizer)
-    engine = HFRolloutEngine(model, tokenizer, cfg.sampling.max_batch_rows,
-                             fast_decode=cfg.sampling.fast_decode,
-                             activation_budget_gb=cfg.sampling.activation_memory_gb)
+    engine = build_engine(cfg.sampling.engine, model, tokenizer, EngineOptions(
+        cfg.sampling.max_batch_rows, cfg.sampling.fast_decode, cfg.sampling.activation_memory_gb))
+    # Chosen once, before the warm-start: a path that cannot run fails here.
+    update = choose_update_path(cfg, model, engine, tokenizer, renderer.render, train_records)
     verifiers = {cfg.reward.verifier} if cfg.reward.verifier else {r.verifier for r in train_records}
     with VerifierPool(workers=cfg.reward.workers or None, timeout_s=cfg.reward.timeout_s,
                       preload=sorted(verifiers)) as pool:
@@ -78,6 +80,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
                                 progress)
             state["elapsed"] = time.perf_counter() - started
         trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run)
+        trainer.update = update
         if checkpoint is None:
             _checkpoint(trainer, run, 0, state)
         else:

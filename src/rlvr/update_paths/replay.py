@@ -2,10 +2,10 @@
 
 Until the optimizer steps, the update's forward computes the same function the decode
 forward just computed: the same weights, each prompt token once and each completion
-token once (the packed GRPO row of rlvr.training.shared_prefix, tree attention). When
+token once (the packed GRPO row of rlvr.update_paths.shared_prefix, tree attention). When
 the decode kept its GEMM outputs (rlvr.rollout.capture), this module runs that packed
 forward from them instead of multiplying: every decoder layer is
-rlvr.training.replay_layers' (two adds forward; the rest recomputed in a hand-written
+rlvr.update_paths.replay_layers' (two adds forward; the rest recomputed in a hand-written
 backward), the final norm runs as usual on the kept positions, and the lm_head is
 `_KeptLinear`, an autograd function whose forward hands back the kept logits and whose
 backward is the linear layer's own (dX = dY W, dW = dY^T X, db = sum dY). The forward's
@@ -28,13 +28,14 @@ from typing import Any, Sequence
 import torch
 
 from rlvr.algorithms.row_logits import RowLogits
+from rlvr.rollout.base import KeptActivations
 from rlvr.rollout.capture import SLOTS, ActivationCapture
-from rlvr.rollout.fast_llama import projections, supports
+from rlvr.models.families import is_peft, projections, supports_fast_decode
 from rlvr.rollout.rotary import signed_sin
-from rlvr.training.replay_layers import Kept, LayerShape, Packed, replay_layer
-from rlvr.training.shared_prefix import (Group, gather_index, group_rows, pack_rows,
+from rlvr.update_paths.replay_layers import Kept, LayerShape, Packed, replay_layer
+from rlvr.update_paths.shared_prefix import (Group, gather_index, group_rows, pack_rows,
                                          packed_length)
-from rlvr.training.tree_attention import supports_tree_attention
+from rlvr.update_paths.tree_attention import supports_tree_attention
 
 
 class _KeptLinear(torch.autograd.Function):
@@ -62,7 +63,7 @@ class _KeptLinear(torch.autograd.Function):
 
 def replay_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                   completion_ids: torch.Tensor, completion_mask: torch.Tensor,
-                  activations: Sequence[Any] | None) -> RowLogits | None:
+                  activations: Sequence[KeptActivations] | None) -> RowLogits | None:
     """Logits [B, T, V] predicting completion_ids [B, T] (the batch layout of
     rlvr.training.batch; as RowLogits over the kept rows) from kept activations, or None
     when replaying is not exact."""
@@ -72,29 +73,40 @@ def replay_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Ten
     groups = group_rows(input_ids, attention_mask, completion_mask)
     if any(not g.prompt for g in groups):
         return None
-    rows = [activations[r][1] for r in range(len(activations))]  # generation row per batch row
+    rows = [kept.row for kept in activations]  # generation row per batch row
     plan = _plan(capture, groups, rows)
     if plan is None:
         return None
     return _replayed_logits(model, capture, groups, completion_ids, *plan)
 
 
-def _usable_capture(model: Any, activations: Sequence[Any] | None) -> ActivationCapture | None:
+def _usable_capture(model: Any, activations: Sequence[KeptActivations] | None
+                    ) -> ActivationCapture | None:
     if not activations or any(a is None for a in activations):
         return None
-    capture = activations[0][0]
-    if any(a[0] is not capture for a in activations) or capture.owner != id(model):
+    capture = activations[0].store
+    if any(a.store is not capture for a in activations) or not capture.made_by(model):
         return None
-    if hasattr(model, "get_base_model"):
-        return None  # peft: the decode fused base and adapter outputs into one GEMM
     if capture.versions != tuple(p._version for p in model.parameters()):
         return None  # the weights moved since sampling (a later minibatch or epoch)
-    if (not supports(model) or not supports_tree_attention(model)
-            or getattr(model.config, "attention_dropout", 0.0)):
-        return None
+    return capture if why_not_replay(model) is None else None
+
+
+def why_not_replay(model: Any) -> str | None:
+    """Why this model's update cannot be replayed from kept activations (None: it can)."""
+    config = model.config
+    if is_peft(model):
+        return "LoRA (peft) layers: the decode fused base and adapter outputs into one GEMM"
+    if not supports_fast_decode(model):
+        return (f"rlvr's decode forward does not reproduce {config.model_type!r} models "
+                "(Llama family only: rlvr.models.families)")
+    if not supports_tree_attention(model):
+        return "the replayed layers use the tree attention, which needs sdpa or eager"
+    if getattr(config, "attention_dropout", 0.0):
+        return "attention dropout is on"
     if any(type(m) is not torch.nn.Linear for m in projections(model)):
-        return None
-    return capture
+        return "a projection is not a plain nn.Linear"
+    return None
 
 
 def _plan(capture: ActivationCapture, groups: Sequence[Group], rows: list[int]

@@ -1,6 +1,6 @@
 """Attention for packed GRPO groups that computes only the query/key pairs the tree allows.
 
-rlvr.training.shared_prefix packs each group into one row [prompt | completion 1 | ... |
+rlvr.update_paths.shared_prefix packs each group into one row [prompt | completion 1 | ... |
 completion n] in which prompt tokens are causal among themselves and each completion
 token sees the whole prompt and the earlier tokens of its own completion. A dense kernel
 with the 4D tree mask pays for all (p + n*T)^2 pairs although only ~p^2/2 + n*T*(p + T/2)
@@ -35,10 +35,9 @@ import torch
 import torch.nn.functional as F
 from transformers import AttentionInterface
 
+from rlvr.models.families import llama_family
+
 TREE_ATTENTION = "rlvr_tree"  # the name registered with transformers' AttentionInterface
-# Model types whose decoder layers call the attention function with the standard
-# arguments only (rlvr.rollout.fast_llama supports the same family).
-TREE_MODEL_TYPES = ("llama", "qwen2", "mistral")
 TREE_BASE_ATTENTION = ("sdpa", "eager")  # configured implementations the tree may replace
 
 
@@ -104,7 +103,7 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
     -> output [G, L, H, D] as the tree mask of `tree_layout` would give."""
     if tree_layout is None:
         raise ValueError(f"attention {TREE_ATTENTION!r} needs the forward kwarg tree_layout "
-                         "(set by rlvr.training.shared_prefix only)")
+                         "(set by rlvr.update_paths.shared_prefix only)")
     if sliding_window is not None or softcap is not None:
         raise ValueError(f"attention {TREE_ATTENTION!r} supports neither sliding windows nor "
                          f"soft-capping (got sliding_window={sliding_window}, softcap={softcap})")
@@ -140,9 +139,10 @@ AttentionInterface.register(TREE_ATTENTION, tree_attention)
 def supports_tree_attention(model: Any) -> bool:
     """The model's decoder layers can run `tree_attention` in place of their attention."""
     config = model.config
-    return (getattr(config, "model_type", None) in TREE_MODEL_TYPES
-            and getattr(config, "_attn_implementation", None) in TREE_BASE_ATTENTION
-            and getattr(config, "sliding_window", None) is None)
+    # Llama-family decoder layers call the attention function with the standard
+    # arguments only (rlvr.models.families).
+    return (llama_family(config)
+            and getattr(config, "_attn_implementation", None) in TREE_BASE_ATTENTION)
 
 
 @contextmanager

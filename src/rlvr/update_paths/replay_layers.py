@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from rlvr.rollout.rotary import rotate, rotate_backward
-from rlvr.training.tree_attention import TreeLayout, tree_attention
+from rlvr.update_paths.tree_attention import TreeLayout, tree_attention
 
 WEIGHTS = (("self_attn", "q_proj"), ("self_attn", "k_proj"), ("self_attn", "v_proj"),
            ("self_attn", "o_proj"), ("mlp", "gate_proj"), ("mlp", "up_proj"),
@@ -69,7 +69,7 @@ class LayerShape:
 @dataclass(frozen=True)
 class Packed:
     """What every layer of one replay shares: the packed positions' rotary tables and
-    the tree layout (rlvr.training.tree_attention) of G rows of length L (N = G * L)."""
+    the tree layout (rlvr.update_paths.tree_attention) of G rows of length L (N = G * L)."""
     cos: torch.Tensor     # [N, 1, D]
     sin: torch.Tensor     # [N, 1, D] signed (rlvr.rollout.rotary.signed_sin)
     layout: TreeLayout
@@ -185,7 +185,7 @@ def _attention_backward(grad_mid: torch.Tensor, hidden: torch.Tensor, w_in: torc
 
 def _tree_attention(rotated: torch.Tensor, values: torch.Tensor, packed: Packed) -> torch.Tensor:
     """Attention output [N, h*D] of rotated q|k [N, h+kv, D] and values [N, kv, D] over
-    the packed rows (rlvr.training.tree_attention's [G, heads, L, D] layout)."""
+    the packed rows (rlvr.update_paths.tree_attention's [G, heads, L, D] layout)."""
     s, layout = packed.shape, packed.layout
     groups, length = layout.groups, layout.length
 

@@ -17,7 +17,7 @@ mask). Groups are rows of one batch, right-padded to a common length; pad positi
 attend to themselves (never a fully masked query row, which gives NaN in SDPA) and
 nothing attends to them. Every weight gets ONE gradient, and no KV cache is needed,
 so it also runs under gradient checkpointing. Two ways to run its attention:
-  tree (rlvr.training.tree_attention, for Llama-family models on sdpa/eager): the
+  tree (rlvr.update_paths.tree_attention, for Llama-family models on sdpa/eager): the
     prompt causal, then every completion against [its prompt | itself], batched over
     members: only ~P^2 + n*T*(P + T) pairs, P the longest prompt, T the longest
     completion (the 4D mask is never built);
@@ -30,7 +30,7 @@ but every weight gets two gradients per group that autograd must sum (for
 SmolLM2-135M ~0.3 s of adds plus ~0.3 s of zero-fills and dense embedding backwards
 per extra gradient on a CPU), and it needs the KV cache (none under checkpointing).
 
-plain: the full batch, prompts repeated (rlvr.training.batch.completion_logits).
+plain: the full batch, prompts repeated (rlvr.update_paths.paths.UpdatePath).
 
 `choose_path` picks the cheapest by a FLOP estimate (see `path_costs`). With the tree
 attention the packed row does the useful pairs of two-pass without its extra gradients,
@@ -48,8 +48,8 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from rlvr.algorithms.row_logits import RowLogits
-from rlvr.rollout.hf import cache_kwarg
-from rlvr.training.tree_attention import (TreeLayout, build_tree_layout,
+from rlvr.models.families import cache_kwarg, gradient_checkpointing
+from rlvr.update_paths.tree_attention import (TreeLayout, build_tree_layout,
                                           supports_tree_attention, tree_attention_enabled)
 
 PACKABLE_ATTENTION = ("sdpa", "eager")  # take a user 4D mask as is (masking_utils)
@@ -79,7 +79,7 @@ class ModelShape:
     trainable_params: int  # parameters that receive a gradient
     attention: str         # config._attn_implementation
     no_cache: bool         # activation checkpointing drops the KV cache in this pass
-    tree: bool = False     # the packed row can use rlvr.training.tree_attention
+    tree: bool = False     # the packed row can use rlvr.update_paths.tree_attention
 
     @classmethod
     def of(cls, model: Any) -> "ModelShape":
@@ -108,9 +108,11 @@ def shared_prompt_logits(model: Any, input_ids: torch.Tensor, attention_mask: to
     when no two rows share a prompt or when the plain forward is estimated cheapest.
     path: "tree", "packed", "two_pass" or "plain" forces one (tests, benchmarks)."""
     groups = group_rows(input_ids, attention_mask, completion_mask)
+    if any(not g.prompt for g in groups):
+        return None  # no prompt position to predict token 0 of a row
     if path is None:
-        if all(len(g.rows) == 1 for g in groups) or any(not g.prompt for g in groups):
-            return None  # nothing shared, or no prompt position to predict token 0
+        if all(len(g.rows) == 1 for g in groups):
+            return None  # nothing shared
         width = completion_ids.shape[1]
         path = choose_path(ModelShape.of(model), groups, input_ids.shape[1] - width, width,
                            torch.is_grad_enabled())
@@ -199,7 +201,7 @@ class PackedRows:
     keep: torch.Tensor       # [G, L] bool: positions whose logits are used
 
     def tree_layout(self, groups: Sequence[Group]) -> TreeLayout:
-        """The rows' layout for rlvr.training.tree_attention."""
+        """The rows' layout for rlvr.update_paths.tree_attention."""
         return build_tree_layout([len(g.prompt) for g in groups],
                                  [[max(n - 1, 0) for n in g.lengths] for g in groups],
                                  self.ids.shape[1], self.ids.device)
@@ -331,7 +333,4 @@ def _attention(model: Any) -> str:
 
 def recomputes_activations(model: Any) -> bool:
     """Activation checkpointing is on; in training mode with grad it drops the KV cache."""
-    flag = getattr(model, "is_activation_checkpointing", None)  # transformers >= 5.2x
-    if flag is None:
-        flag = getattr(model, "is_gradient_checkpointing", False)
-    return bool(flag) and bool(getattr(model, "training", True))
+    return gradient_checkpointing(model) and bool(getattr(model, "training", True))
