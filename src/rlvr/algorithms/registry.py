@@ -14,6 +14,7 @@ ValueError naming the option and the object.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Any, Callable, Mapping
 
 from torch import Tensor
@@ -40,9 +41,25 @@ def _build(table: Mapping[str, type], name: str, kind: str, options: dict) -> An
         raise ValueError(f"{kind} {name!r} has no option(s) {', '.join(unknown)}; "
                          f"options: {', '.join(sorted(fields)) or 'none'}")
     try:
-        return cls(**options)
+        return cls(**_numbers(cls, options))
     except TypeError as exc:  # an option of the wrong type, e.g. a string for a number
         raise ValueError(f"{kind} {name!r}: {exc}") from None
+
+
+def _numbers(cls: type, options: dict) -> dict:
+    """Options typed float get a float from a numeric string: YAML 1.1 (PyYAML) reads
+    `eps_low: 1e-3` as the string "1e-3"."""
+    hints = typing.get_type_hints(cls)
+    numbers = {}
+    for name, value in options.items():
+        hint = hints.get(name)
+        if isinstance(value, str) and float in (typing.get_args(hint) or (hint,)):
+            try:
+                value = float(value)
+            except ValueError:
+                pass  # left as given: the component's own check names it
+        numbers[name] = value
+    return numbers
 
 
 def advantage_estimator(name: str, **options: Any) -> AdvantageEstimator:
