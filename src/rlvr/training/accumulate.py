@@ -16,15 +16,18 @@ from typing import Mapping
 import torch
 
 
-def micro_batches(rows: torch.Tensor, tokens: torch.Tensor, max_rows: int = 0,
+def micro_batches(rows: torch.Tensor, tokens: torch.Tensor | None, max_rows: int = 0,
                   max_tokens: int = 0) -> list[torch.Tensor]:
     """Consecutive pieces of `rows` [b] (row indices), each at most `max_rows` rows and
-    `max_tokens` tokens, counting `tokens` [b] per row (0 = no limit; a row longer than
-    the budget goes alone). No limit, or one row: [rows] itself, no copy."""
+    `max_tokens` tokens, counting `tokens` [b] per row (needed only with a token budget;
+    0 = no limit; a row longer than the budget goes alone). No limit, or one row:
+    [rows] itself, no copy."""
     if (max_rows <= 0 and max_tokens <= 0) or rows.numel() <= 1:
         return [rows]
     if max_tokens <= 0:
         return list(rows.split(max_rows))
+    if tokens is None:
+        raise ValueError("a token budget needs the rows' token counts")
     sizes, size, used = [], 0, 0
     for count in tokens.tolist():
         if size and (used + count > max_tokens or size == max_rows):

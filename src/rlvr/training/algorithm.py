@@ -9,8 +9,11 @@ component with its own defaults.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+import torch
 
 from rlvr.algorithms import advantage_estimator, kl_estimator, loss_aggregation, policy_loss
 from rlvr.algorithms.loss_terms import EntropyBonus, KLPenalty
@@ -35,6 +38,14 @@ class Algorithm:
     @property
     def stat_reductions(self) -> dict[str, str]:
         return {**self.policy_loss.stat_reductions, **LOOP_STATS}
+
+    @functools.cached_property
+    def empty_stats(self) -> dict[str, float]:
+        """The policy loss's statistics on a batch of no rows (its own convention for
+        "nothing measured": e.g. clip fractions 0, ratios 1)."""
+        none = torch.zeros(0, 1)  # [0, T]
+        out = self.policy_loss(none, none, torch.zeros(0), none)
+        return {name: float(value) for name, value in out.stats.items()}
 
 
 def build_algorithm(a: "AlgorithmConfig", max_length: int) -> Algorithm:

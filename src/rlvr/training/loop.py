@@ -191,10 +191,7 @@ def unmeasured_stats(t: Trainer, with_kl: bool) -> dict[str, float]:
     """The forward's statistics for a step that ran no rows: the policy loss's own
     empty-batch values (clip fractions 0, ratios 1, approx_kl 0), entropy and KL as
     means over no tokens (0). rows_trained = 0 on the same line says why."""
-    none = torch.zeros(0, 1)  # [0, T]
-    out = t.algo.policy_loss(none, none, torch.zeros(0), none)
-    return {**{name: float(value) for name, value in out.stats.items()}, "entropy": 0.0,
-            **({"kl": 0.0} if with_kl else {})}
+    return {**t.algo.empty_stats, "entropy": 0.0, **({"kl": 0.0} if with_kl else {})}
 
 
 def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantages: torch.Tensor,
@@ -237,8 +234,8 @@ def accumulate_gradients(t: Trainer, rows: torch.Tensor, batch: PackedBatch,
     up in `.grad`. Every piece weights its tokens by the minibatch's `normalizer`, and
     the statistics combine as one pass would report them (rlvr.training.accumulate)."""
     a = t.cfg.algorithm
-    pieces = micro_batches(rows, batch.attention_mask[rows].sum(1), a.micro_batch_rows,
-                           a.micro_batch_tokens)
+    tokens = batch.attention_mask[rows].sum(1) if a.micro_batch_tokens > 0 else None  # [b']
+    pieces = micro_batches(rows, tokens, a.micro_batch_rows, a.micro_batch_tokens)
     parts = []
     for piece in pieces:
         piece_mask = mask[piece]  # [m, T]
