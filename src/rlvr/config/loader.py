@@ -95,7 +95,7 @@ def _apply_override(data: dict[str, Any], override: str) -> None:
     node = data
     for i, part in enumerate(parts[:-1]):
         child = node.setdefault(part, {})
-        if isinstance(child, str) and part == parts[-2]:
+        if isinstance(child, str) and i == len(parts) - 2:
             # `x: gspo` then `x.eps_low=...`: a Named component's option (else the
             # field's type refuses the mapping, naming it)
             child = node[part] = {"name": child}
