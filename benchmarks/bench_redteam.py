@@ -113,7 +113,7 @@ def train_overrides(args: argparse.Namespace) -> list[str]:
         f"sampling.prompts_per_step={args.prompts}", f"sampling.group_size={args.group}",
         "sampling.temperature=1.0", f"model.threads={args.threads}",
         f"model.device={args.device}", f"model.dtype={args.dtype}",
-        "algorithm.advantage=grpo", "algorithm.eps_high=0.28", "reward.overlong=none",
+        "algorithm.advantage=grpo", "algorithm.policy_loss.eps_high=0.28", "reward.overlong=none",
         f"optim.lr={args.lr}", f"optim.warmup_steps={min(3, max(args.steps - 1, 0))}",
         "sft.steps=0", "checkpoint_every=0", "keep_checkpoints=1", "log_rollouts=true",
     ]

@@ -84,3 +84,33 @@ def test_shape_errors_and_bad_max_length():
 
 def test_registry_names():
     assert set(AGGREGATIONS) == {"token_mean", "sequence_mean", "constant"}
+
+
+def test_normalizers_by_hand():
+    # MASK: 6 valid tokens in 2 rows
+    assert TokenMean().normalizer(MASK).item() == 6.0
+    assert SequenceMean().normalizer(MASK).item() == 2.0
+    assert ConstantNormalizer(max_length=8).normalizer(MASK).item() == 16.0
+
+
+@pytest.mark.parametrize("agg", [TokenMean(), SequenceMean(), ConstantNormalizer(max_length=6)])
+def test_parts_with_the_whole_normalizer_sum_to_the_whole(agg):
+    """Each part computes its own weights from its rows and the whole batch's normaliser,
+    which is the sum of the parts' normalisers (what an all-reduce across ranks gives)."""
+    torch.manual_seed(0)
+    loss = torch.randn(5, 6, dtype=torch.float64)
+    mask = (torch.rand(5, 6) > 0.3).double()
+    parts = ([0, 1], [2], [3, 4])
+    total = sum(agg.normalizer(mask[idx]) for idx in parts)
+    torch.testing.assert_close(total, agg.normalizer(mask))
+    summed = sum((agg.weights(mask[idx], total) * loss[idx]).sum() for idx in parts)
+    torch.testing.assert_close(summed, agg(loss, mask))
+    # a part alone, normalised by its own rows, is a different number
+    alone = agg(loss[[2]], mask[[2]]) + agg(loss[[0, 1]], mask[[0, 1]])
+    assert not torch.allclose(alone, agg(loss, mask))
+
+
+def test_token_mean_weights_by_hand_with_a_given_normalizer():
+    # row 1 of MASK as part of a batch of 6 valid tokens: 1/6 on its 2 tokens
+    weights = TokenMean().weights(MASK[1:], torch.tensor(6.0))
+    torch.testing.assert_close(weights, torch.tensor([[1.0, 1.0, 0.0, 0.0]]) / 6)

@@ -197,3 +197,10 @@ def test_bad_shapes():
         PPOClip()(lp, lp, torch.zeros(3), torch.ones(2, 3))
     with pytest.raises(ValueError, match="same"):
         PPOClip()(lp, torch.zeros(2, 4), torch.zeros(2), torch.ones(2, 3))
+
+
+@pytest.mark.parametrize("loss_fn", [PPOClip(dual_clip=3.0), GSPO()])
+def test_declared_statistics_are_the_ones_reported(loss_fn):
+    out, _ = run(loss_fn, [[0.5, 1.0, 1.5]], [1.0])
+    assert set(out.stats) == set(loss_fn.stat_reductions)
+    assert set(loss_fn.stat_reductions.values()) <= {"mean", "min", "max"}

@@ -34,3 +34,11 @@ def test_unknown_names_and_options():
         kl_estimator("k4")
     with pytest.raises(ValueError, match="unknown loss aggregation"):
         loss_aggregation("mean")
+
+
+def test_numeric_strings_become_numbers_for_float_options():
+    # YAML 1.1 reads "1e-3" as a string
+    assert policy_loss("gspo", eps_low="1e-3", dual_clip="3") == GSPO(eps_low=1e-3,
+                                                                       dual_clip=3.0)
+    with pytest.raises(ValueError, match="policy loss 'ppo_clip'"):
+        policy_loss("ppo_clip", eps_high="wide")

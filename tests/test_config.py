@@ -7,7 +7,7 @@ from typing import Literal
 
 import pytest
 
-from rlvr.config import ConfigError, describe_config, load_config, save_config
+from rlvr.config import ConfigError, Named, describe_config, load_config, save_config
 
 
 @dataclass
@@ -94,3 +94,39 @@ def test_describe_lists_every_leaf_with_help():
     lines = describe_config(Train)
     assert any(line.startswith("optim.lr = 1e-05  # peak learning rate") for line in lines)
     assert sum(1 for line in lines if line.startswith("model.")) == 2
+
+
+@dataclass
+class Algo:
+    loss: Named = field(default_factory=lambda: Named("ppo_clip"),
+                        metadata={"help": "policy loss"})
+
+
+def test_named_component_by_bare_name_or_mapping(tmp_path):
+    assert load_config(Algo).loss == Named("ppo_clip")
+    assert load_config(Algo, overrides=["loss=gspo"]).loss == Named("gspo")
+    assert load_config(Algo, overrides=["loss={name: gspo, eps_low: 0.001}"]).loss == \
+        Named("gspo", {"eps_low": 0.001})
+    # an option alone refines the default component; after a bare name, that one
+    assert load_config(Algo, overrides=["loss.eps_high=0.28"]).loss == \
+        Named("ppo_clip", {"eps_high": 0.28})
+    assert load_config(Algo, overrides=["loss=gspo", "loss.eps_high=0.1"]).loss == \
+        Named("gspo", {"eps_high": 0.1})
+    path = tmp_path / "c.yaml"
+    path.write_text("loss:\n  name: gspo\n  eps_low: 0.002\n")
+    cfg = load_config(Algo, path)
+    assert cfg.loss == Named("gspo", {"eps_low": 0.002})
+    save_config(cfg, tmp_path / "out.yaml")  # round-trips
+    assert load_config(Algo, tmp_path / "out.yaml") == cfg
+    save_config(load_config(Algo), tmp_path / "plain.yaml")
+    assert "loss: ppo_clip" in (tmp_path / "plain.yaml").read_text()
+    assert describe_config(Algo) == ["loss = 'ppo_clip'  # policy loss"]
+
+
+@pytest.mark.parametrize("override,message", [
+    ("loss=3", "expected a name or a mapping"),
+    ("loss={name: 3}", "name: expected a string"),
+])
+def test_named_component_shape_errors(override, message):
+    with pytest.raises(ConfigError, match=f"loss: {message}"):
+        load_config(Algo, overrides=[override])

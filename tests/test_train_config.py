@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from cli_helpers import run_cli
+from rlvr.algorithms import ADVANTAGES, GSPO, POLICY_LOSSES, ConstantNormalizer, PPOClip
 from rlvr.cli.main import main
 from rlvr.config import ConfigError, load_config
+from rlvr.training.algorithm import build_algorithm
 from rlvr.training.config import TrainConfig
 
 
@@ -23,6 +26,14 @@ def run(capsys, *argv):
     ("algorithm.kl_in=both", "algorithm.kl_in"),
     ("algorithm.kl_beta=-1", "algorithm.kl_beta"),
     ("sampling.activation_memory_gb=-1", "sampling.activation_memory_gb"),
+    ("algorithm.policy_loss=ppo", "algorithm.policy_loss"),
+    ("algorithm.policy_loss.clip=0.2", "algorithm.policy_loss"),
+    ("algorithm.policy_loss={name: gspo, eps_low: 2}", "algorithm.policy_loss"),
+    ("algorithm.policy_loss.eps_high=wide", "algorithm.policy_loss"),
+    ("algorithm.advantage={name: grpo, std: 1}", "algorithm.advantage"),
+    ("algorithm.aggregation=mean", "algorithm.aggregation"),
+    ("algorithm.kl_estimator=k4", "algorithm.kl_estimator"),
+    ("algorithm.micro_batch_rows=-1", "algorithm.micro_batch_rows"),
 ])
 def test_bad_override_names_the_field(capsys, tmp_path, override, named):
     code, err = run(capsys, "--run-dir", str(tmp_path / "r"), override)
@@ -69,3 +80,54 @@ def test_describe_lists_every_field_with_help(capsys):
     assert main(["train", "--describe"]) == 0
     out = capsys.readouterr().out
     assert "algorithm.kl_beta = 0.0  # " in out and "sampling.group_size" in out
+
+
+def test_misspelled_estimator_exits_2_on_load_naming_field_and_known_names(tmp_path):
+    """Through the CLI as a user runs it: refused while the config loads, before the
+    run directory, the model, the warm-start or the "before" evaluation exist."""
+    result = run_cli("train", "--run-dir", str(tmp_path / "r"), "algorithm.advantage=grpoo")
+    assert result.returncode == 2
+    assert "config error: algorithm.advantage: unknown advantage estimator 'grpoo'" \
+        in result.stderr
+    assert f"known: {', '.join(sorted(ADVANTAGES))}" in result.stderr
+    assert not (tmp_path / "r").exists()
+    assert "warm-start" not in result.stdout + result.stderr
+    assert "accuracy" not in result.stdout + result.stderr
+
+
+def test_misspelled_loss_names_the_known_losses(capsys, tmp_path):
+    code, err = run(capsys, "--run-dir", str(tmp_path / "r"), "algorithm.policy_loss=gpso")
+    assert code == 2
+    assert f"unknown policy loss 'gpso'; known: {', '.join(sorted(POLICY_LOSSES))}" in err
+
+
+def _algorithm(*overrides):
+    cfg = load_config(TrainConfig, overrides=list(overrides))
+    return build_algorithm(cfg.algorithm, cfg.sampling.max_new_tokens)
+
+
+def test_each_component_gets_its_own_options_and_defaults():
+    # a bare name: that loss with its own defaults (GSPO's clip range is 3e-4 / 4e-4)
+    assert _algorithm("algorithm.policy_loss=gspo").policy_loss == GSPO()
+    assert _algorithm("algorithm.policy_loss=gspo").policy_loss.eps_low == 3e-4
+    assert _algorithm("algorithm.policy_loss={name: gspo, eps_low: 1e-3}").policy_loss == \
+        GSPO(eps_low=1e-3, eps_high=4e-4)
+    assert _algorithm().policy_loss == PPOClip()
+    assert _algorithm("algorithm.policy_loss.eps_high=0.28").policy_loss == \
+        PPOClip(eps_high=0.28)
+    assert _algorithm("algorithm.advantage={name: grpo, eps: 0.1}").advantage.eps == 0.1
+    # the constant normaliser's length: the generation limit unless given
+    assert _algorithm("algorithm.aggregation=constant", "sampling.max_new_tokens=40"
+                      ).aggregate == ConstantNormalizer(max_length=40)
+    assert _algorithm("algorithm.aggregation={name: constant, max_length: 99}"
+                      ).aggregate == ConstantNormalizer(max_length=99)
+
+
+def test_help_lists_every_registered_name():
+    from rlvr.algorithms import AGGREGATIONS, KL_ESTIMATORS
+    from rlvr.config import describe_config
+
+    lines = {line.split(" = ")[0]: line for line in describe_config(TrainConfig)}
+    for field, names in (("advantage", ADVANTAGES), ("policy_loss", POLICY_LOSSES),
+                         ("aggregation", AGGREGATIONS), ("kl_estimator", KL_ESTIMATORS)):
+        assert all(name in lines[f"algorithm.{field}"] for name in names), field

@@ -45,7 +45,7 @@ def test_no_reference_model_at_beta_zero(tmp_path, monkeypatch):
     ["algorithm.kl_beta=0.1", "algorithm.kl_in=loss", "algorithm.kl_estimator=k3",
      "algorithm.entropy_coef=0.01"],
     ["algorithm.kl_beta=0.1", "algorithm.kl_in=reward", "algorithm.kl_estimator=k1",
-     "algorithm.policy_loss=gspo", "algorithm.eps_low=3e-4", "algorithm.eps_high=4e-4",
+     "algorithm.policy_loss=gspo",
      "algorithm.advantage=rloo", "reward.overlong=soft", "reward.overlong_buffer=2",
      "algorithm.epochs=2", "algorithm.minibatches=2", "algorithm.recompute_old_logprobs=true"],
 ])

@@ -1,5 +1,5 @@
-"""Pure tensor pieces of RLVR algorithms: advantages, policy losses, aggregation, KL,
-entropy, log-probs, dynamic sampling, overlong handling.
+"""Pure tensor pieces of RLVR algorithms: advantages, policy losses, loss terms,
+aggregation, KL, entropy, log-probs, dynamic sampling, overlong handling.
 
 Imports nothing from training/rollout/cli and no models; usable alone (TRL, verl, a
 notebook). Shape conventions: P prompts x G samples for rewards/advantages ([P, G]);
@@ -18,6 +18,7 @@ from rlvr.algorithms.entropy import token_entropy
 from rlvr.algorithms.kl import (KL_ESTIMATORS, kl_k1, kl_k2, kl_k3, kl_reward_per_sequence,
                                 kl_reward_to_go, masked_whiten)
 from rlvr.algorithms.logprobs import token_logprobs
+from rlvr.algorithms.loss_terms import EntropyBonus, KLPenalty, LossTerm, TermInputs
 from rlvr.algorithms.overlong import mask_truncated, soft_overlong_penalty
 from rlvr.algorithms.policy_loss import (GSPO, POLICY_LOSSES, PolicyLoss, PolicyLossOutput,
                                          PPOClip, clipped_surrogate, sequence_log_ratio)
@@ -27,9 +28,10 @@ from rlvr.algorithms.registry import (advantage_estimator, kl_estimator, loss_ag
 
 __all__ = [
     "ADVANTAGES", "AGGREGATIONS", "KL_ESTIMATORS", "POLICY_LOSSES",
-    "AdvantageEstimator", "ConstantNormalizer", "DrGRPO", "GRPO", "GSPO", "GroupAccumulator",
-    "LossAggregation", "PPOClip", "PolicyLoss", "PolicyLossOutput", "RLOO", "ReinforcePP",
-    "ReinforcePPBaseline", "RowLogits", "SequenceMean", "TokenMean",
+    "AdvantageEstimator", "ConstantNormalizer", "DrGRPO", "EntropyBonus", "GRPO", "GSPO",
+    "GroupAccumulator", "KLPenalty", "LossAggregation", "LossTerm", "PPOClip", "PolicyLoss",
+    "PolicyLossOutput", "RLOO", "ReinforcePP", "ReinforcePPBaseline", "RowLogits",
+    "SequenceMean", "TermInputs", "TokenMean",
     "advantage_estimator", "clipped_surrogate", "kl_estimator", "kl_k1", "kl_k2", "kl_k3",
     "kl_reward_per_sequence", "kl_reward_to_go", "loss_aggregation", "mask_truncated",
     "masked_mean", "masked_whiten", "nonconstant_groups", "policy_loss", "sequence_log_ratio",

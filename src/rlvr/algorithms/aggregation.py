@@ -1,15 +1,19 @@
 """Loss aggregation: per-token loss [B, T] + mask [B, T] -> one scalar to minimise.
 
-Each aggregation is a small object with two methods:
+Each aggregation is a small object with three methods:
 
-    agg.weights(mask)   [B, T] -> [B, T] per-token weights w, so that loss = sum(w * loss)
-    agg(loss, mask)     [B, T] x2 -> 0-dim tensor, sum(weights(mask) * loss)
+    agg.normalizer(mask)         [B, T] -> 0-dim: the batch's denominator
+    agg.weights(mask, norm=None) [B, T] -> [B, T] per-token weights w, so that
+                                 loss = sum(w * loss); `norm` defaults to normalizer(mask)
+    agg(loss, mask)              [B, T] x2 -> 0-dim tensor, sum(weights(mask) * loss)
 
-`weights` exists for gradient accumulation: compute the weights once on the mask of the
-whole (mini)batch that one optimizer step sees, slice them per micro-batch, and sum
-`(w[idx] * loss_micro).sum()` over the micro-batches; the result equals aggregating the
-whole batch at once, which per-micro-batch means would not (they would weight a
-micro-batch of short sequences like one of long ones).
+The normaliser is explicit for gradient accumulation: it depends on the whole batch that
+one optimizer step sees (its token count, its row count), and it is additive, so the
+whole batch's value is the sum over any split of its rows (micro-batches, ranks: an
+all-reduce of one number). Compute it once on the whole batch (or sum it over the
+parts), pass it to `weights` of each part's rows, and sum `sum(w * loss_part)` over the
+parts: the result equals aggregating the whole batch at once, which per-part means
+would not (they would weight a part of short sequences like one of long ones).
 
 The choice matters because it decides how much each token counts:
 - token_mean:    sum / (number of valid tokens in the batch) - every token counts the
@@ -25,14 +29,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
+import torch
 from torch import Tensor
 
 
 class LossAggregation(Protocol):
     name: ClassVar[str]
 
-    def weights(self, mask: Tensor) -> Tensor:
-        """[B, T] mask -> [B, T] per-token weights (0 where mask is 0)."""
+    def normalizer(self, mask: Tensor) -> Tensor:
+        """[B, T] mask -> 0-dim float denominator, additive over a split of the rows."""
+        ...
+
+    def weights(self, mask: Tensor, normalizer: Tensor | None = None) -> Tensor:
+        """[B, T] mask -> [B, T] per-token weights (0 where mask is 0), for these rows
+        as part of a batch whose normaliser is `normalizer` (default: their own)."""
         ...
 
     def __call__(self, loss: Tensor, mask: Tensor) -> Tensor:
@@ -61,11 +71,26 @@ def weighted_sum(loss: Tensor, mask: Tensor, weights: Tensor) -> Tensor:
     return (weights.to(loss.dtype) * loss).sum()
 
 
-class _Weighted:
-    """Shared __call__: sum(weights(mask) * loss). Aggregations only define weights."""
+def _rows(mask: Tensor) -> Tensor:
+    """B as a 0-dim float tensor on the mask's device."""
+    mask = _float_mask(mask)
+    return torch.tensor(float(mask.shape[0]), dtype=mask.dtype, device=mask.device)
 
-    def weights(self, mask: Tensor) -> Tensor:
+
+class _Weighted:
+    """Shared __call__: sum(weights(mask) * loss). Aggregations define normalizer and
+    _weights (per-token weights given the normaliser)."""
+
+    def normalizer(self, mask: Tensor) -> Tensor:
         raise NotImplementedError
+
+    def _weights(self, mask: Tensor, normalizer: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def weights(self, mask: Tensor, normalizer: Tensor | None = None) -> Tensor:
+        mask = _float_mask(mask)  # [B, T]
+        return self._weights(mask, self.normalizer(mask) if normalizer is None
+                             else normalizer)  # [B, T]
 
     def __call__(self, loss: Tensor, mask: Tensor) -> Tensor:
         _check(loss, mask)
@@ -78,9 +103,11 @@ class TokenMean(_Weighted):
 
     name: ClassVar[str] = "token_mean"
 
-    def weights(self, mask: Tensor) -> Tensor:
-        mask = _float_mask(mask)  # [B, T]
-        return mask / mask.sum().clamp(min=1.0)  # [B, T]
+    def normalizer(self, mask: Tensor) -> Tensor:
+        return _float_mask(mask).sum()  # valid tokens
+
+    def _weights(self, mask: Tensor, normalizer: Tensor) -> Tensor:
+        return mask / normalizer.clamp(min=1.0)  # [B, T]
 
 
 @dataclass(frozen=True)
@@ -93,10 +120,12 @@ class SequenceMean(_Weighted):
 
     name: ClassVar[str] = "sequence_mean"
 
-    def weights(self, mask: Tensor) -> Tensor:
-        mask = _float_mask(mask)  # [B, T]
+    def normalizer(self, mask: Tensor) -> Tensor:
+        return _rows(mask)  # B: every sequence counts, even a fully masked one
+
+    def _weights(self, mask: Tensor, normalizer: Tensor) -> Tensor:
         lengths = mask.sum(dim=1, keepdim=True).clamp(min=1.0)  # [B, 1]
-        return mask / (lengths * mask.shape[0])  # [B, T]
+        return mask / (lengths * normalizer)  # [B, T]
 
 
 @dataclass(frozen=True)
@@ -114,9 +143,11 @@ class ConstantNormalizer(_Weighted):
         if self.max_length < 1:
             raise ValueError(f"max_length must be >= 1, got {self.max_length}")
 
-    def weights(self, mask: Tensor) -> Tensor:
-        mask = _float_mask(mask)  # [B, T]
-        return mask / (mask.shape[0] * self.max_length)  # [B, T]
+    def normalizer(self, mask: Tensor) -> Tensor:
+        return _rows(mask) * self.max_length  # B * max_length
+
+    def _weights(self, mask: Tensor, normalizer: Tensor) -> Tensor:
+        return mask / normalizer  # [B, T]
 
 
 def masked_mean(values: Tensor, mask: Tensor) -> Tensor:

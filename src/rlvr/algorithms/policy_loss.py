@@ -13,6 +13,10 @@ Call shape shared by every policy loss:
                ratio_mean, ratio_min, ratio_max, clip_frac_low, clip_frac_high,
                clip_frac, dual_clip_frac, approx_kl (k3 of pi_old vs pi_theta)
 
+Each loss declares its statistics in `stat_reductions` (name -> how values from parts
+of a batch combine: "mean" over valid tokens, weighted by their count, or "min"/"max"),
+so a trainer knows every key before any row runs and can combine micro-batches exactly.
+
 "Clipped" counts the tokens whose gradient the clip removes: ratio < 1 - eps_low with
 A < 0 (low) and ratio > 1 + eps_high with A > 0 (high). Tokens with A == 0 count as
 neither.
@@ -21,7 +25,8 @@ neither.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Protocol
+from types import MappingProxyType
+from typing import Callable, ClassVar, Mapping, Protocol
 
 import torch
 from torch import Tensor
@@ -33,8 +38,18 @@ class PolicyLossOutput:
     stats: dict[str, Tensor] = field(default_factory=dict)  # name -> 0-dim tensor
 
 
+# The statistics of the clipped surrogates (clipped_surrogate + approx_kl).
+CLIP_STATS: Mapping[str, str] = MappingProxyType({
+    "clip_frac_low": "mean", "clip_frac_high": "mean", "clip_frac": "mean",
+    "dual_clip_frac": "mean", "ratio_mean": "mean", "ratio_min": "min", "ratio_max": "max",
+    "approx_kl": "mean"})
+
+
 class PolicyLoss(Protocol):
     name: ClassVar[str]
+    stat_reductions: ClassVar[Mapping[str, str]]  # every key of out.stats
+    # Whether a row with advantage 0 gets gradient (loss_terms.rows_with_signal).
+    touches_zero_advantage: ClassVar[bool]
 
     def __call__(self, logprobs: Tensor, old_logprobs: Tensor, advantages: Tensor,
                  mask: Tensor) -> PolicyLossOutput:
@@ -141,6 +156,8 @@ class PPOClip:
     """
 
     name: ClassVar[str] = "ppo_clip"
+    stat_reductions: ClassVar[Mapping[str, str]] = CLIP_STATS
+    touches_zero_advantage: ClassVar[bool] = False  # -r A and its gradient are 0 at A = 0
     eps_low: float = 0.2
     eps_high: float = 0.2
     dual_clip: float | None = None  # c > 1; None = off
@@ -183,6 +200,8 @@ class GSPO:
     """
 
     name: ClassVar[str] = "gspo"
+    stat_reductions: ClassVar[Mapping[str, str]] = CLIP_STATS
+    touches_zero_advantage: ClassVar[bool] = False  # -s A and its gradient are 0 at A = 0
     eps_low: float = 3e-4
     eps_high: float = 4e-4
     dual_clip: float | None = None  # c > 1 applied to s_i; not in the paper, off by default

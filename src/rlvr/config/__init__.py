@@ -1,7 +1,8 @@
 """Typed configuration: dataclasses declared once, filled from YAML and `a.b=value`
 overrides, validated with errors that name the field."""
 
-from rlvr.config.loader import (ConfigError, config_to_dict, describe_config, load_config,
-                                save_config)
+from rlvr.config.loader import (ConfigError, Named, config_to_dict, describe_config,
+                                load_config, save_config)
 
-__all__ = ["ConfigError", "config_to_dict", "describe_config", "load_config", "save_config"]
+__all__ = ["ConfigError", "Named", "config_to_dict", "describe_config", "load_config",
+           "save_config"]

@@ -1,8 +1,9 @@
 """Build nested dataclass configs from YAML files and dotted command-line overrides.
 
 Schema rules: a config is a dataclass whose fields are scalars (bool, int, float, str),
-`Literal[...]`, `X | None`, `list[X]`, `tuple[X, ...]`, `dict[str, X]`, `Any`, or nested
-dataclasses (with defaults via `field(default_factory=...)`). Document each field with
+`Literal[...]`, `X | None`, `list[X]`, `tuple[X, ...]`, `dict[str, X]`, `Any`, `Named`
+(a component chosen by name, with its own options), or nested dataclasses (with
+defaults via `field(default_factory=...)`). Document each field with
 `field(metadata={"help": "..."})` (shown by `describe_config`). A dataclass may define
 `validate(self)` raising `ConfigError("message")`; the loader prefixes the dotted path.
 
@@ -20,6 +21,27 @@ from typing import Any, Literal, Sequence, TypeVar, Union
 import yaml
 
 T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Named:
+    """A component chosen by name, with options of its own (a loss, an estimator).
+
+    In YAML either the bare name, meaning that component with its own defaults
+    (`policy_loss: gspo`), or a mapping with `name` (`policy_loss: {name: gspo,
+    eps_low: 1e-3}`). An override may set one option (`algorithm.policy_loss.eps_high=
+    0.28`): the configured name stays. The loader checks the shape; whoever builds the
+    component checks the name and options (e.g. a section's `validate`)."""
+
+    name: str
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def plain(self) -> str | dict[str, Any]:
+        """The YAML form: the bare name when there are no options."""
+        return {"name": self.name, **self.options} if self.options else self.name
+
+    def __repr__(self) -> str:
+        return repr(self.plain())
 
 
 class ConfigError(ValueError):
@@ -73,6 +95,10 @@ def _apply_override(data: dict[str, Any], override: str) -> None:
     node = data
     for i, part in enumerate(parts[:-1]):
         child = node.setdefault(part, {})
+        if isinstance(child, str) and i == len(parts) - 2:
+            # `x: gspo` then `x.eps_low=...`: a Named component's option (else the
+            # field's type refuses the mapping, naming it)
+            child = node[part] = {"name": child}
         if not isinstance(child, dict):
             raise ConfigError(f"cannot set {key!r}: {'.'.join(parts[:i + 1])} is not a section",
                               key)
@@ -113,6 +139,8 @@ def _coerce(hint: Any, value: Any, name: str, f: dataclasses.Field | None = None
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any:
         return value
+    if hint is Named:
+        return _coerce_named(value, name, f)
     if dataclasses.is_dataclass(hint):
         if isinstance(value, hint):
             return value
@@ -144,6 +172,26 @@ def _coerce(hint: Any, value: Any, name: str, f: dataclasses.Field | None = None
         item = args[1] if len(args) == 2 else Any
         return {str(k): _coerce(item, v, f"{name}.{k}") for k, v in value.items()}
     return _coerce_scalar(hint, value, name)
+
+
+def _coerce_named(value: Any, name: str, f: dataclasses.Field | None) -> Named:
+    if isinstance(value, Named):
+        return value
+    if isinstance(value, str):
+        return Named(value)
+    if not isinstance(value, dict):
+        raise ConfigError(f"expected a name or a mapping with `name`, got {_describe(value)}",
+                          name)
+    options = dict(value)
+    chosen = options.pop("name", None)
+    if chosen is None:  # options only: they refine the default component
+        default = _default_of(f) if f is not None and _has_default(f) else None
+        if not isinstance(default, Named):
+            raise ConfigError("a mapping here needs a `name`", name)
+        chosen, options = default.name, {**default.options, **options}
+    if not isinstance(chosen, str):
+        raise ConfigError(f"name: expected a string, got {_describe(chosen)}", name)
+    return Named(chosen, options)
 
 
 def _coerce_scalar(hint: Any, value: Any, name: str) -> Any:
@@ -206,6 +254,8 @@ def _describe(value: Any) -> str:
 
 def config_to_dict(config: Any) -> Any:
     """Plain data (dicts, lists, scalars) for a config instance."""
+    if isinstance(config, Named):
+        return config_to_dict(config.plain())
     if dataclasses.is_dataclass(config) and not isinstance(config, type):
         return {f.name: config_to_dict(getattr(config, f.name))
                 for f in dataclasses.fields(config)}
@@ -228,7 +278,7 @@ def describe_config(schema: type, prefix: str = "") -> list[str]:
     hints = typing.get_type_hints(schema)
     for f in dataclasses.fields(schema):
         name, hint = _join(prefix, f.name), hints[f.name]
-        if dataclasses.is_dataclass(hint):
+        if dataclasses.is_dataclass(hint) and hint is not Named:
             lines.extend(describe_config(hint, name))
             continue
         default = repr(_default_of(f)) if _has_default(f) else "(required)"

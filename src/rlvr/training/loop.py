@@ -19,13 +19,14 @@ from typing import Any
 
 import torch
 
-from rlvr.algorithms import (GroupAccumulator, advantage_estimator, kl_estimator,
-                             kl_reward_per_sequence, loss_aggregation, mask_truncated,
-                             masked_mean, policy_loss, token_logprobs_and_entropy,
-                             weighted_sum)
+from rlvr.algorithms import (GroupAccumulator, kl_reward_per_sequence, mask_truncated,
+                             masked_mean, token_logprobs_and_entropy, weighted_sum)
+from rlvr.algorithms import loss_terms
 from rlvr.data.prompts import PromptRenderer
 from rlvr.data.records import TaskRecord, prompt_text
 from rlvr.rollout.base import RolloutEngine, SamplingParams
+from rlvr.training.accumulate import combine_stats, micro_batches
+from rlvr.training.algorithm import Algorithm, build_algorithm
 from rlvr.training.batch import PackedBatch, pack
 from rlvr.training.config import TrainConfig
 from rlvr.training.prompt_order import PromptOrder, take
@@ -48,16 +49,11 @@ class Trainer:
     order: PromptOrder
     records: list[TaskRecord]
     reference: Any = None  # frozen reference policy; None when kl_beta == 0
-    algo: dict[str, Any] = field(default_factory=dict)
+    algo: Algorithm = field(init=False)
     update: Any = None  # the update's forward (rlvr.update_paths), resolved once by run.py
 
     def __post_init__(self) -> None:
-        a, s = self.cfg.algorithm, self.cfg.sampling
-        clip = {"eps_low": a.eps_low, "eps_high": a.eps_high, "dual_clip": a.dual_clip}
-        self.algo = {"advantage": advantage_estimator(a.advantage),
-                     "policy_loss": policy_loss(a.policy_loss, **clip),
-                     "aggregate": loss_aggregation(a.aggregation, s.max_new_tokens),
-                     "kl": kl_estimator(a.kl_estimator)}
+        self.algo = build_algorithm(self.cfg.algorithm, self.cfg.sampling.max_new_tokens)
 
 
 @dataclass
@@ -89,10 +85,10 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     rewards = groups.rewards.clone()  # [P, G]
     ref_logprobs = reference_logprobs(t, batch)  # [B, T] or None
     if ref_logprobs is not None and cfg.algorithm.kl_in == "reward":
-        kl_tokens = t.algo["kl"](batch.old_logprobs, ref_logprobs)  # [B, T]
+        kl_tokens = t.algo.kl(batch.old_logprobs, ref_logprobs)  # [B, T]
         rewards = rewards - kl_reward_per_sequence(kl_tokens, mask, cfg.algorithm.kl_beta
                                                    ).view_as(rewards)
-    advantages = t.algo["advantage"](rewards)  # [P, G]
+    advantages = t.algo.advantage(rewards)  # [P, G]
 
     # 4. Policy update: several epochs over minibatches of this batch.
     old_logprobs = batch.old_logprobs
@@ -167,11 +163,15 @@ def policy_update(t: Trainer, step: int, batch: PackedBatch, mask: torch.Tensor,
                   advantages: torch.Tensor, old_logprobs: torch.Tensor,
                   ref_logprobs: torch.Tensor | None) -> dict[str, float]:
     """`epochs` passes over `minibatches` slices of the batch, one AdamW step per slice.
-    Returns the mean of each statistic over the optimizer steps."""
+    Returns each statistic's mean over the optimizer steps that measured it: the loss,
+    rows_trained and grad_norm every step; the forward's statistics (entropy, KL, clip
+    fractions, ratios) only steps that ran rows. When none did, those take their value
+    on an empty batch (`unmeasured_stats`), so every step returns the same keys."""
     a = t.cfg.algorithm
     rows = batch.input_ids.shape[0]
     shuffle = torch.Generator().manual_seed(_sampling_seed(t.cfg.seed, step, 10_000))
     totals: dict[str, float] = {}
+    counts: dict[str, int] = {}
     t.model.train()
     for _ in range(a.epochs):
         order = torch.randperm(rows, generator=shuffle) if a.minibatches > 1 else torch.arange(rows)
@@ -181,27 +181,39 @@ def policy_update(t: Trainer, step: int, batch: PackedBatch, mask: torch.Tensor,
                                    None if ref_logprobs is None else ref_logprobs[index])
             for name, value in stats.items():
                 totals[name] = totals.get(name, 0.0) + value
+                counts[name] = counts.get(name, 0) + 1
     t.model.eval()
-    count = a.epochs * a.minibatches
-    return {name: value / count for name, value in totals.items()}
+    unmeasured = unmeasured_stats(t, ref_logprobs is not None)
+    names = [*unmeasured, *(name for name in totals if name not in unmeasured)]
+    return {name: totals[name] / counts[name] if name in counts else unmeasured[name]
+            for name in names}
+
+
+def unmeasured_stats(t: Trainer, with_kl: bool) -> dict[str, float]:
+    """The forward's statistics for a step that ran no rows: the policy loss's own
+    empty-batch values (clip fractions 0, ratios 1, approx_kl 0), entropy and KL as
+    means over no tokens (0). rows_trained = 0 on the same line says why."""
+    return {**t.algo.empty_stats, "entropy": 0.0, **({"kl": 0.0} if with_kl else {})}
 
 
 def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantages: torch.Tensor,
                    old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor | None) -> dict[str, float]:
-    """Loss = clipped surrogate (+ beta * KL) (- entropy bonus), aggregated; one AdamW step.
+    """Loss = the clipped surrogate and the further terms (+ beta * KL, - entropy bonus),
+    aggregated; one AdamW step.
 
-    Token weights come from the whole minibatch's mask; the forward and backward then run
-    only on rows whose loss can be nonzero (`rows_with_signal`). The gradient is the same
-    as over every row: a row with zero advantage contributes a loss of exactly 0 with
-    zero gradient when no KL-in-loss or entropy term touches it. Statistics are over the
-    rows that ran."""
-    weights = t.algo["aggregate"].weights(mask)  # [b, T]
-    rows = rows_with_signal(t.cfg.algorithm, mask, advantages)  # [b']
+    The aggregation's normaliser comes from the whole minibatch's mask; the forward and
+    backward then run only on rows whose loss can have a gradient (`rows_with_signal`),
+    a micro-batch at a time (`accumulate_gradients`). The gradient is the same as one
+    pass over every row: a row left out has a loss of exactly 0 with zero gradient.
+    Statistics are over the rows that ran; with none, only the loss (0), rows_trained
+    and grad_norm are reported (`policy_update` averages each over the steps that
+    report it)."""
+    normalizer = t.algo.aggregate.normalizer(mask)  # 0-dim: the whole minibatch's
+    rows = rows_with_signal(t, mask, advantages)  # [b']
     t.optimizer.zero_grad(set_to_none=True)
     if rows.numel():
-        stats = _loss_backward(t, batch.rows(rows), mask[rows], weights[rows], advantages[rows],
-                               old_logprobs[rows],
-                               None if ref_logprobs is None else ref_logprobs[rows])
+        stats = accumulate_gradients(t, rows, batch, mask, normalizer, advantages,
+                                     old_logprobs, ref_logprobs)
     else:  # nothing to learn from: a zero gradient, and AdamW still steps as it would
         for p in t.model.parameters():
             if p.requires_grad:
@@ -213,6 +225,28 @@ def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantage
     t.scheduler.step()
     stats["grad_norm"] = float(norm)
     return stats
+
+
+def accumulate_gradients(t: Trainer, rows: torch.Tensor, batch: PackedBatch,
+                         mask: torch.Tensor, normalizer: torch.Tensor,
+                         advantages: torch.Tensor, old_logprobs: torch.Tensor,
+                         ref_logprobs: torch.Tensor | None) -> dict[str, float]:
+    """Forward and backward over `rows` [b'] of the minibatch, in micro-batches of at
+    most `algorithm.micro_batch_rows` rows / `micro_batch_tokens` tokens; gradients add
+    up in `.grad`. Every piece weights its tokens by the minibatch's `normalizer`, and
+    the statistics combine as one pass would report them (rlvr.training.accumulate)."""
+    a = t.cfg.algorithm
+    tokens = batch.attention_mask[rows].sum(1) if a.micro_batch_tokens > 0 else None  # [b']
+    pieces = micro_batches(rows, tokens, a.micro_batch_rows, a.micro_batch_tokens)
+    parts = []
+    for piece in pieces:
+        piece_mask = mask[piece]  # [m, T]
+        stats = _loss_backward(t, batch.rows(piece), piece_mask,
+                               t.algo.aggregate.weights(piece_mask, normalizer),
+                               advantages[piece], old_logprobs[piece],
+                               None if ref_logprobs is None else ref_logprobs[piece])
+        parts.append((stats, float((piece_mask > 0).sum()) if len(pieces) > 1 else 0.0))
+    return parts[0][0] if len(parts) == 1 else combine_stats(parts, t.algo.stat_reductions)
 
 
 def clip_gradients(model: Any, clip: float) -> torch.Tensor:
@@ -227,36 +261,32 @@ def clip_gradients(model: Any, clip: float) -> torch.Tensor:
     return norm
 
 
-def rows_with_signal(a: Any, mask: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
-    """Indices [b'] of the rows the update must run: every row when a KL-in-loss or an
-    entropy term gives each token a gradient (or `algorithm.skip_zero_advantage` is off);
-    otherwise rows with a nonzero advantage and at least one unmasked token."""
-    everything = torch.arange(mask.shape[0], device=mask.device)
-    if (not a.skip_zero_advantage or a.entropy_coef > 0
-            or (a.kl_beta > 0 and a.kl_in == "loss")):
-        return everything
-    return everything[(advantages != 0) & (mask.sum(1) > 0)]
+def rows_with_signal(t: Trainer, mask: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+    """Indices [b'] of the rows the update must run: every row when
+    `algorithm.skip_zero_advantage` is off; else as the loss terms in use declare
+    (rlvr.algorithms.loss_terms.rows_with_signal)."""
+    if not t.cfg.algorithm.skip_zero_advantage:
+        return torch.arange(mask.shape[0], device=mask.device)
+    return loss_terms.rows_with_signal((t.algo.policy_loss, *t.algo.terms), mask, advantages)
 
 
 def _loss_backward(t: Trainer, batch: PackedBatch, mask: torch.Tensor, weights: torch.Tensor,
                    advantages: torch.Tensor, old_logprobs: torch.Tensor,
                    ref_logprobs: torch.Tensor | None) -> dict[str, float]:
-    a, temperature = t.cfg.algorithm, t.cfg.sampling.temperature
+    temperature = t.cfg.sampling.temperature
     # One pass over the logits rows gives both; entropy is differentiable, and costs no
     # backward work unless an entropy bonus uses it.
     logprobs, entropy = token_logprobs_and_entropy(t.update.logits(t.model, batch),
                                                    batch.completion_ids, temperature)  # [b, T]
-    out = t.algo["policy_loss"](logprobs, old_logprobs, advantages.to(logprobs.dtype), mask)
+    out = t.algo.policy_loss(logprobs, old_logprobs, advantages.to(logprobs.dtype), mask)
     loss = weighted_sum(out.loss, mask, weights)
     stats = {name: float(value) for name, value in out.stats.items()}
     stats["policy_loss"] = float(loss.detach())
-    if ref_logprobs is not None and a.kl_in == "loss":
-        kl = t.algo["kl"](logprobs, ref_logprobs)  # [b, T]
-        loss = loss + a.kl_beta * weighted_sum(kl, mask, weights)
+    inputs = loss_terms.TermInputs(logprobs, entropy, mask, ref_logprobs)
+    for term in t.algo.terms:  # every term aggregated with the same token weights
+        loss = loss + term.coef * weighted_sum(term.per_token(inputs), mask, weights)
     if ref_logprobs is not None:
-        stats["kl"] = float(masked_mean(t.algo["kl"](logprobs.detach(), ref_logprobs), mask))
-    if a.entropy_coef > 0:
-        loss = loss - a.entropy_coef * weighted_sum(entropy, mask, weights)
+        stats["kl"] = float(masked_mean(t.algo.kl(logprobs.detach(), ref_logprobs), mask))
     stats["entropy"] = float(masked_mean(entropy.detach(), mask))
     loss.backward()
     stats["loss"] = float(loss.detach())
