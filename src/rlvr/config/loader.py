@@ -46,7 +46,8 @@ def load_config(schema: type[T], path: str | Path | None = None,
         return _build(schema, data, prefix="")
     except ConfigError as exc:
         if path is not None:
-            raise ConfigError(f"{exc.bare_message} (in {path} or overrides)", exc.field) from None
+            raise ConfigError(f"{exc.bare_message} (in {path} or overrides)",
+                              exc.field) from None
         raise
 
 

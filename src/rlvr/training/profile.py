@@ -15,9 +15,11 @@ the "real_model" profile replaces some of them:
 
 `profile=demo` keeps the demo's defaults for a model of your own (e.g. a tiny model saved
 by `rlvr sft`); `profile=real_model` forces the other. A field the user set, in the YAML
-file or as an override, always keeps the user's value: the loader hands `profile_defaults` what the user wrote (rlvr.config.loader:
-dataclass defaults < profile defaults < YAML < overrides). `config_warnings` names
-settings that quietly ruin a run, such as a demo-sized learning rate on a real model.
+file or as an override, always keeps the user's value: the loader hands
+`profile_defaults` what the user wrote, before any default is filled in
+(rlvr.config.loader: dataclass defaults < profile defaults < YAML < overrides).
+`config_warnings` names settings that quietly ruin a run, such as a demo-sized learning
+rate on a real model; `rlvr train` prints them, and the defaults it filled in.
 """
 
 from __future__ import annotations
