@@ -146,3 +146,10 @@ def test_cli_resume_names_the_refused_override(tmp_path, capsys):
     assert main(["train", "--resume", str(tmp_path), "optim.lr=1"]) == 2
     assert "config error: optim.lr: a resumed run may change only steps" in \
         capsys.readouterr().err
+
+
+def test_train_itself_refuses_a_changed_config_on_resume(tmp_path):
+    # The Python API checks the values too, not only the CLI's override names.
+    train(tiny_config("steps=1", "checkpoint_every=0"), tmp_path / "run")
+    with pytest.raises(ConfigError, match="seed, optim.lr would change what was trained"):
+        train(tiny_config("steps=2", "optim.lr=0.5", "seed=3"), tmp_path / "run", resume=True)

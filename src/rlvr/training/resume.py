@@ -10,9 +10,9 @@ algorithm, seed, lr, sampling, ...) is refused by name.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
-from rlvr.config import ConfigError, load_config, read_config_data
+from rlvr.config import ConfigError, config_to_dict, load_config, read_config_data
 from rlvr.training.config import TrainConfig
 
 # field -> why changing it leaves the trained weights alone
@@ -38,15 +38,39 @@ def resume_config(run_dir: str | Path, overrides: Sequence[str] = ()) -> TrainCo
     keys = [override.partition("=")[0].strip() for override in overrides]
     refused = [key for key in keys if key not in RESUMABLE_FIELDS]
     if refused:
-        raise ConfigError(f"a resumed run may change only {', '.join(RESUMABLE_FIELDS)}; "
-                          f"{', '.join(refused)} would change what was trained (start a "
-                          "new run instead)", refused[0])
-    saved = load_config(TrainConfig, config_path)
+        raise ConfigError(_refusal(refused), refused[0])
     cfg = load_config(TrainConfig, config_path, overrides)
+    check_resumable(load_config(TrainConfig, config_path), cfg)
+    return cfg
+
+
+def check_resumable(saved: TrainConfig, cfg: TrainConfig) -> None:
+    """ConfigError unless `cfg` differs from the run's `saved` config only in
+    RESUMABLE_FIELDS (train() checks this for every resume, from the CLI or not)."""
+    old, new = _flat(config_to_dict(saved)), _flat(config_to_dict(cfg))
+    changed = [name for name in new if old.get(name) != new[name]]
+    refused = [name for name in changed if name not in RESUMABLE_FIELDS]
+    if refused:
+        raise ConfigError(_refusal(refused), refused[0])
     if cfg.steps != saved.steps and saved.optim.schedule != "constant":
         # The schedule's decay is fitted to the planned length (and saved with the
         # scheduler): a new length would not continue the run it extends.
         raise ConfigError(f"optim.schedule={saved.optim.schedule} decays over the planned "
                           f"{saved.steps} steps; a run with this schedule cannot change its "
                           "length", "steps")
-    return cfg
+
+
+def _refusal(names: list[str]) -> str:
+    return (f"a resumed run may change only {', '.join(RESUMABLE_FIELDS)}; "
+            f"{', '.join(names)} would change what was trained (start a new run instead)")
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted field -> value of a config's plain data (a dict-valued field such as
+    reward.options contributes its own dotted keys)."""
+    if not isinstance(data, dict) or not data:
+        return {prefix: data}
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        flat.update(_flat(value, f"{prefix}.{key}" if prefix else key))
+    return flat

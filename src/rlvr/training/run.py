@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from rlvr.audit.live import LiveAudit
-from rlvr.config import save_config
+from rlvr.config import load_config, save_config
 from rlvr.rollout.hf import HFRolloutEngine
 from rlvr.runs import Progress, RunDir
 from rlvr.training.checkpoint import (checkpoint_step, latest_checkpoint, load_trainer_state,
@@ -35,6 +35,7 @@ from rlvr.training.loop import Trainer, rl_step
 from rlvr.training.memory import retain_freed_memory
 from rlvr.training.optim import allocate_state, build_optimizer, build_scheduler
 from rlvr.training.prompt_order import PromptOrder
+from rlvr.training.resume import check_resumable
 from rlvr.training.setup import check_model_path, load_data, load_policy, prompt_renderer
 from rlvr.training.sft import supervised_warmstart
 from rlvr.verifiers.pool import VerifierPool
@@ -58,6 +59,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     train_records, held_out = load_data(cfg.data, cfg.seed)
     run = RunDir(run_dir).create()
     progress = progress or Progress(cfg.steps, quiet=True)
+    if resume and run.config.is_file():  # the CLI checked the overrides; this, the values
+        check_resumable(load_config(TrainConfig, run.config), cfg)
     checkpoint = _resume_point(cfg, run) if resume else None
     save_config(cfg, run.config)  # a resumed run's too: its `steps` may have grown
     seed_everything(cfg.seed)
