@@ -20,8 +20,9 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 
 
 def every_core() -> int:
-    """Cores this process may run on. torch's own default counts physical cores, which
-    left one of a 2-vCPU machine's cores idle on SmolLM2."""
+    """Cores this process may run on (its CPU affinity, which containers and taskset
+    narrow). torch's own default counts physical cores: fewer than the vCPUs of a
+    hyperthreaded machine."""
     return max(1, len(os.sched_getaffinity(0)))
 
 
