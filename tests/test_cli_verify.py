@@ -1,4 +1,4 @@
-"""`rlvr verify` follows the JSONL contract of DESIGN.md."""
+"""`rlvr verify` follows the JSONL contract of docs/contracts.md."""
 
 from __future__ import annotations
 

@@ -71,9 +71,9 @@ def test_resume_of_a_directory_that_is_not_a_run(capsys, tmp_path):
     assert code == 2 and "not a run directory" in err
 
 
-def test_resume_refuses_overrides(capsys, tmp_path):
-    code, err = run(capsys, "--resume", str(tmp_path), "steps=3")
-    assert code == 2 and "overrides" in err
+def test_resume_refuses_config_and_run_dir(capsys, tmp_path):
+    code, err = run(capsys, "--resume", str(tmp_path), "--config", "x.yaml")
+    assert code == 2 and "drop --config and --run-dir" in err
 
 
 def test_describe_lists_every_field_with_help(capsys):

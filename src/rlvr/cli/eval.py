@@ -147,6 +147,7 @@ def _prompt_config(tokenizer: Any, run_dir: Path | None, **overrides: Any) -> An
     from dataclasses import replace
 
     from rlvr.config import load_config
+    from rlvr.data.prompts import resolve_style
     from rlvr.training.config import PromptConfig, TrainConfig
 
     if run_dir is not None and (run_dir / "config.yaml").is_file():
@@ -154,7 +155,8 @@ def _prompt_config(tokenizer: Any, run_dir: Path | None, **overrides: Any) -> An
     else:
         config = PromptConfig(style="chat" if getattr(tokenizer, "chat_template", None)
                               else "plain")
-    return replace(config, **{k: v for k, v in overrides.items() if v is not None})
+    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
+    return replace(config, style=resolve_style(config.style, tokenizer))  # a run's "auto"
 
 
 def _grade(args: argparse.Namespace, settings: Any, records: list,

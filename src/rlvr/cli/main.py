@@ -8,6 +8,8 @@ import argparse
 import importlib
 import sys
 
+from rlvr import __version__
+
 # command -> (module, one-line help). Add a line when a command lands.
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("rlvr.cli.verify", "check completions against references (JSONL batch or one-off)"),
@@ -23,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr", description="Reinforcement learning with "
                                      "verifiable rewards.")
+    parser.add_argument("--version", action="version", version=f"rlvr {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         if only is None or name == only:

@@ -3,7 +3,8 @@
 Uses the same config as `rlvr train` (its `model`, `data`, `prompt` and `sft` sections):
 
     rlvr sft                                  # the demo's warm-start on the tiny model
-    rlvr sft sft.steps=500 --run-dir runs/sft # then: rlvr train model.path=runs/sft/model sft.steps=0
+    rlvr sft sft.steps=500 --run-dir runs/sft
+    rlvr train model.path=runs/sft/model profile=demo sft.steps=0   # RL from it
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rlvr.cli.train import EXIT_CONFIG, add_common_arguments, load_cli_config
+from rlvr.cli.train import EXIT_CONFIG, add_common_arguments, describe, load_cli_config
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
@@ -24,7 +25,7 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rlvr.config import ConfigError, describe_config, save_config
+    from rlvr.config import ConfigError, save_config
     from rlvr.runs import Progress, RunDir, default_run_dir
     from rlvr.training.config import TrainConfig
     from rlvr.training.run import seed_everything
@@ -32,10 +33,12 @@ def run(args: argparse.Namespace) -> int:
     from rlvr.training.sft import supervised_warmstart
 
     if args.describe:
-        print("\n".join(describe_config(TrainConfig)))
+        print(describe(TrainConfig))
         return 0
     try:
         cfg = load_cli_config(args)
+        if cfg.sft.steps < 1:  # the real-model profile's default is no warm-start
+            raise ConfigError("must be >= 1 for `rlvr sft` (give sft.steps=N)", "sft.steps")
     except ConfigError as exc:
         print(f"rlvr sft: config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG

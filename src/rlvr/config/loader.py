@@ -7,7 +7,10 @@ defaults via `field(default_factory=...)`). Document each field with
 `field(metadata={"help": "..."})` (shown by `describe_config`). A dataclass may define
 `validate(self)` raising `ConfigError("message")`; the loader prefixes the dotted path.
 
-Precedence: dataclass defaults < YAML file < overrides, applied in that order.
+Precedence: dataclass defaults < profile defaults < YAML file < overrides. A schema may
+define a static `profile_defaults(data) -> dict` (nested, like the YAML): given what the
+user wrote (the YAML merged with the overrides), the defaults that replace the
+dataclass ones; a field the user set always keeps the user's value (rlvr.training.profile).
 """
 
 from __future__ import annotations
@@ -57,8 +60,24 @@ def load_config(schema: type[T], path: str | Path | None = None,
                 overrides: Sequence[str] = ()) -> T:
     """An instance of `schema` from defaults, then the YAML at `path`, then `overrides`
     (each "a.b.c=value", the value parsed as a YAML scalar/flow value)."""
+    data = read_config_data(path, overrides)
+    profile = getattr(schema, "profile_defaults", None)
+    if callable(profile):
+        data = _merge(profile(data), data)  # what the user wrote wins over the profile
+    try:
+        return _build(schema, data, prefix="")
+    except ConfigError as exc:
+        if path is not None:
+            raise ConfigError(f"{exc.bare_message} (in {path} or overrides)",
+                              exc.field) from None
+        raise
+
+
+def read_config_data(path: str | Path | None = None,
+                     overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """What the user wrote: the YAML at `path` with `overrides` applied, as nested plain
+    data (no defaults). A dotted field is user-set iff it is present here."""
     data: dict[str, Any] = {}
-    source = "config"
     if path is not None:
         source = str(path)
         try:
@@ -74,12 +93,7 @@ def load_config(schema: type[T], path: str | Path | None = None,
         data = loaded or {}
     for override in overrides:
         _apply_override(data, override)
-    try:
-        return _build(schema, data, prefix="")
-    except ConfigError as exc:
-        if path is not None:
-            raise ConfigError(f"{exc.bare_message} (in {source} or overrides)", exc.field) from None
-        raise
+    return data
 
 
 def _apply_override(data: dict[str, Any], override: str) -> None:
@@ -272,16 +286,33 @@ def save_config(config: Any, path: str | Path) -> None:
                           encoding="utf-8")
 
 
-def describe_config(schema: type, prefix: str = "") -> list[str]:
-    """One line per field: dotted name, type, default, help text."""
+def describe_config(schema: type, prefix: str = "",
+                    notes: dict[str, str] | None = None) -> list[str]:
+    """One line per field: dotted name, default, then a comment with the field's choices
+    (a Literal's values), its help text and `notes[dotted name]` (e.g. another default)."""
     lines: list[str] = []
     hints = typing.get_type_hints(schema)
     for f in dataclasses.fields(schema):
         name, hint = _join(prefix, f.name), hints[f.name]
         if dataclasses.is_dataclass(hint) and hint is not Named:
-            lines.extend(describe_config(hint, name))
+            lines.extend(describe_config(hint, name, notes))
             continue
         default = repr(_default_of(f)) if _has_default(f) else "(required)"
-        help_text = f.metadata.get("help", "")
-        lines.append(f"{name} = {default}  # {help_text}" if help_text else f"{name} = {default}")
+        choices = _choices(hint)
+        comment = " ".join(filter(None, [
+            f"one of {' | '.join(map(str, choices))}." if choices else "",
+            f.metadata.get("help", ""),
+            f"[{notes[name]}]" if notes and name in notes else ""]))
+        lines.append(f"{name} = {default}  # {comment}" if comment else f"{name} = {default}")
     return lines
+
+
+def _choices(hint: Any) -> tuple[Any, ...]:
+    """A Literal's values (also inside `X | None`), else ()."""
+    if typing.get_origin(hint) is Literal:
+        return typing.get_args(hint)
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        for arg in typing.get_args(hint):
+            if typing.get_origin(arg) is Literal:
+                return typing.get_args(arg)
+    return ()

@@ -46,6 +46,10 @@ REFERENCE_TRANSFORMS: dict[str, Callable[[Any], Any]] = {
 }
 
 
+def _doc(help_text: str, **kwargs: Any) -> Any:
+    return field(metadata={"help": help_text}, **kwargs)  # shown by `rlvr train --describe`
+
+
 @dataclass(frozen=True)
 class FieldMapping:
     """Which source fields become the record's fields (dotted paths reach into dicts).
@@ -58,13 +62,22 @@ class FieldMapping:
     metadata: source fields copied into record.metadata.
     """
 
-    prompt: str = "prompt"
-    reference: str = "reference"
-    verifier: str = "verifier"
-    id: str | None = None
-    prompt_template: str | None = None
-    reference_transform: str | None = None
-    metadata: tuple[str, ...] = field(default_factory=tuple)
+    prompt: str = _doc("source field holding the prompt (text or chat messages)",
+                       default="prompt")
+    reference: str = _doc("source field holding what the verifier checks against",
+                          default="reference")
+    verifier: str = _doc("source field naming each row's verifier (may be absent when a "
+                         "default verifier is given)", default="verifier")
+    id: str | None = _doc("source field holding a stable id (null: <file stem>:<line>)",
+                          default=None)
+    prompt_template: str | None = _doc("str.format template over the row, e.g. "
+                                       "'Q: {question}\\nA:', used instead of `prompt` "
+                                       "(null: off)", default=None)
+    reference_transform: str | None = _doc("applied to the reference: "
+                                           + " | ".join(REFERENCE_TRANSFORMS)
+                                           + " (null: none)", default=None)
+    metadata: tuple[str, ...] = _doc("source fields copied into record.metadata",
+                                     default_factory=tuple)
 
 
 def load_records(path: str | Path, mapping: FieldMapping | None = None,

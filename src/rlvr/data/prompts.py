@@ -18,6 +18,14 @@ class PromptError(ValueError):
     """A prompt cannot be rendered with this configuration (names the record)."""
 
 
+def resolve_style(style: str, tokenizer: Any) -> str:
+    """A config's prompt style with "auto" resolved: "chat" when the tokenizer has a chat
+    template, else "plain" (the real-model default, rlvr.training.profile)."""
+    if style != "auto":
+        return style
+    return "chat" if getattr(tokenizer, "chat_template", None) else "plain"
+
+
 @dataclass(frozen=True)
 class PromptRenderer:
     """style: "plain" | "chat"; template: plain-style text with {bos}, {prompt},

@@ -1,4 +1,4 @@
-"""The task record every dataset is mapped to (DESIGN.md, "A task record")."""
+"""The task record every dataset is mapped to (docs/contracts.md, "A task record")."""
 
 from __future__ import annotations
 

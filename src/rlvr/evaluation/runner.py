@@ -257,21 +257,25 @@ def grade_samples(records: Sequence[TaskRecord], completions: dict[str, list[str
 
 def evaluate_records(engine: RolloutEngine, records: Sequence[TaskRecord], render: Renderer,
                      settings: EvalSettings, pool: VerifierPool | None = None,
-                     verifier: str = "") -> EvalResult:
+                     verifier: str = "", options: dict[str, Any] | None = None,
+                     ) -> EvalResult:
     """`evaluate` with the trainer's reward.verifier override: a non-empty `verifier`
-    grades every record with that verifier instead of its own."""
+    grades every record with that verifier and `options` (e.g. a composite's
+    components) instead of its own, exactly as the training rewards are graded."""
     if verifier:
-        records = [replace(r, verifier=verifier) for r in records]
+        records = [replace(r, verifier=verifier, options=dict(options or {}))
+                   for r in records]
     return evaluate(engine, records, render, settings, pool=pool)
 
 
 def evaluate_during_training(engine: RolloutEngine, records: Sequence[TaskRecord],
                              render: Renderer, settings: EvalSettings,
                              pool: VerifierPool | None = None, verifier: str = "",
-                             prefix: str = "eval/") -> dict[str, float]:
+                             prefix: str = "eval/", options: dict[str, Any] | None = None,
+                             ) -> dict[str, float]:
     """The trainer's hook: evaluate the live engine on held-out `records` and return a
     flat metrics dict ({"eval/greedy/accuracy": ..., "eval/pass@1": ...}) to merge into
     that step's metrics.jsonl line. Pass the trainer's own VerifierPool to reuse its
     warm workers."""
-    result = evaluate_records(engine, records, render, settings, pool, verifier)
+    result = evaluate_records(engine, records, render, settings, pool, verifier, options)
     return {f"{prefix}{name}": value for name, value in result.metrics.items()}

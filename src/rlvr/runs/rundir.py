@@ -1,4 +1,4 @@
-"""Plain files of one run (DESIGN.md, "Runs").
+"""Plain files of one run (docs/contracts.md, "Runs").
 
     config.yaml      the resolved config
     metrics.jsonl    one JSON object per RL step ({"step": k, ...})

@@ -77,7 +77,12 @@ def list_checkpoints(directory: Path) -> list[Path]:
         return []
     found = [p for p in directory.iterdir() if p.is_dir() and p.name.startswith(PREFIX)
              and (p / "state.json").exists()]
-    return sorted(found, key=lambda p: int(p.name[len(PREFIX):]))
+    return sorted(found, key=checkpoint_step)
+
+
+def checkpoint_step(checkpoint: Path) -> int:
+    """The RL step a checkpoint directory (step-NNNNNN) holds."""
+    return int(checkpoint.name[len(PREFIX):])
 
 
 def latest_checkpoint(directory: Path) -> Path | None:

@@ -2,7 +2,10 @@
 
 `rlvr train` with no arguments runs these defaults: the embedded arithmetic demo (a tiny
 Llama built locally, a short supervised warm-start, then RLVR with the "exact"
-verifier). Point `model.path` and `data.path` elsewhere for real runs.
+verifier). Point `model.path` and `data.path` elsewhere for real runs: a config that
+names a model gets the real-model profile's defaults for the fields it leaves unset
+(no warm-start, chat prompts, auto device, every core, a small lr, 512 new tokens;
+rlvr.training.profile).
 """
 
 from __future__ import annotations
@@ -39,9 +42,9 @@ class ModelConfig:
     device: str = _doc("torch device: cpu, cuda, cuda:1 ... or auto", default="cpu")
     dtype: Literal["float32", "bfloat16", "float16"] = _doc("parameter dtype",
                                                              default="float32")
-    threads: int = _doc("torch CPU threads (0 = torch's default). 1 suits the tiny model: "
-                        "its matrices are too small to split, and verifier workers need "
-                        "a core", default=1)
+    threads: int = _doc("torch CPU threads (0 = every core this process may use). 1 "
+                        "suits the tiny model: its matrices are too small to split, and "
+                        "verifier workers need a core", default=1)
     retain_freed_memory: bool = _doc("keep freed memory in the process for the next step "
                                      "(glibc malloc: no mmap, no trimming) instead of "
                                      "faulting fresh pages in every step; see "
@@ -82,8 +85,9 @@ class DataConfig:
 
 @dataclass
 class PromptConfig:
-    style: Literal["plain", "chat"] = _doc("plain: fill `template`; chat: the tokenizer's "
-                                           "chat template", default="plain")
+    style: Literal["plain", "chat", "auto"] = _doc(
+        "plain: fill `template`; chat: the tokenizer's chat template; auto: chat when the "
+        "tokenizer has a chat template, else plain", default="plain")
     template: str = _doc("plain style: fields {bos} (tokenizer BOS text), {prompt}, "
                          "{instruction}", default="{bos}{prompt}")
     system_prompt: str = _doc("chat style: system message (empty = none)", default="")
@@ -278,6 +282,10 @@ class SFTConfig:
 @dataclass
 class TrainConfig:
     name: str = _doc("run name (the default run dir is runs/NAME-TIMESTAMP)", default="arith")
+    profile: Literal["auto", "demo", "real_model"] = _doc(
+        "defaults for the fields you leave unset: demo (these), real_model (no warm-start, "
+        "chat prompts, auto device, every core, small lr, 512 new tokens; see "
+        "rlvr.training.profile); auto: real_model when model.path is set", default="auto")
     seed: int = _doc("seed for init, data order, sampling", default=0)
     steps: int = _doc("RL steps (generation batches)", default=100)
     checkpoint_every: int = _doc("save a checkpoint every N steps (0 = only at the end)",
@@ -301,6 +309,14 @@ class TrainConfig:
     optim: OptimConfig = _doc("optimizer and schedule", default_factory=OptimConfig)
     sft: SFTConfig = _doc("supervised warm-start", default_factory=SFTConfig)
     update: UpdateConfig = _doc("the update's forward", default_factory=UpdateConfig)
+
+    @staticmethod
+    def profile_defaults(data: dict[str, Any]) -> dict[str, Any]:
+        """The loader's hook: defaults of the profile that `data` (what the user wrote)
+        selects, for the fields it leaves unset (rlvr.training.profile)."""
+        from rlvr.training.profile import profile_defaults
+
+        return profile_defaults(data)
 
     def validate(self) -> None:
         if self.steps < 0:

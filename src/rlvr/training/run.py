@@ -5,13 +5,16 @@ Fresh run:   config.yaml -> model -> SFT warm-start (if sft.steps) -> held-out e
              held-out eval ("after") -> final checkpoint -> summary.json.
 Resumed run: the newest complete checkpoint restores weights, optimizer, scheduler,
              RNGs, data position and the "before" numbers; logs past it are dropped;
-             the RL steps continue exactly where they stopped.
+             the RL steps continue exactly where they stopped. A finished run given a
+             larger `steps` continues the same way (what else a resume may change:
+             rlvr.training.resume).
 """
 
 from __future__ import annotations
 
 import copy
 import gc
+import json
 import random
 import time
 from pathlib import Path
@@ -21,18 +24,20 @@ import numpy as np
 import torch
 
 from rlvr.audit.live import LiveAudit
-from rlvr.config import save_config
+from rlvr.config import load_config, save_config
 from rlvr.rollout.factory import EngineOptions, build_engine
 from rlvr.runs import Progress, RunDir
 from rlvr.training.batch import choose_update_path
-from rlvr.training.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
+from rlvr.training.checkpoint import (checkpoint_step, latest_checkpoint, load_trainer_state,
+                                      save_checkpoint)
 from rlvr.training.config import TrainConfig
 from rlvr.training.evaluate import evaluate
 from rlvr.training.loop import Trainer, rl_step
 from rlvr.training.memory import retain_freed_memory
 from rlvr.training.optim import allocate_state, build_optimizer, build_scheduler
 from rlvr.training.prompt_order import PromptOrder
-from rlvr.training.setup import load_data, load_policy, prompt_renderer
+from rlvr.training.resume import check_resumable
+from rlvr.training.setup import check_model_path, load_data, load_policy, prompt_renderer
 from rlvr.training.sft import supervised_warmstart
 from rlvr.verifiers.pool import VerifierPool
 
@@ -51,14 +56,14 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
           progress: Progress | None = None) -> dict[str, Any]:
     """Run (or resume) training in `run_dir`; returns the summary written to summary.json."""
     started = time.perf_counter()
-    train_records, held_out = load_data(cfg.data, cfg.seed)  # bad rows fail before anything
+    check_model_path(cfg.model)  # bad input fails before anything is written
+    train_records, held_out = load_data(cfg.data, cfg.seed)
     run = RunDir(run_dir).create()
     progress = progress or Progress(cfg.steps, quiet=True)
-    checkpoint = latest_checkpoint(run.checkpoints) if resume else None
-    if resume and checkpoint is None:
-        raise ResumeError(f"{run.path}: no complete checkpoint to resume from")
-    if not resume:
-        save_config(cfg, run.config)
+    if resume and run.config.is_file():  # the CLI checked the overrides; this, the values
+        check_resumable(load_config(TrainConfig, run.config), cfg)
+    checkpoint = _resume_point(cfg, run) if resume else None
+    save_config(cfg, run.config)  # a resumed run's too: its `steps` may have grown
     seed_everything(cfg.seed)
     if cfg.model.retain_freed_memory:
         retain_freed_memory()
@@ -103,6 +108,29 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     summary["wall_seconds"] = state["elapsed"]
     run.write_summary(summary)
     return summary
+
+
+def _resume_point(cfg: TrainConfig, run: RunDir) -> Path:
+    """The checkpoint a resumed run continues from; ResumeError when there is none, when
+    it lies past cfg.steps, or when the run already finished cfg.steps."""
+    checkpoint = latest_checkpoint(run.checkpoints)
+    if checkpoint is None:
+        raise ResumeError(f"{run.path}: no complete checkpoint to resume from")
+    step = checkpoint_step(checkpoint)
+    if step > cfg.steps:
+        raise ResumeError(f"{run.path}: its checkpoint is at step {step}, past steps="
+                          f"{cfg.steps}; give steps={step} or more")
+    if step == cfg.steps and _finished_steps(run) == cfg.steps:
+        raise ResumeError(f"{run.path}: the run already finished its {cfg.steps} steps; "
+                          f"extend it with steps=N (N > {cfg.steps})")
+    return checkpoint
+
+
+def _finished_steps(run: RunDir) -> int | None:
+    """The steps a finished run's summary.json reports (None: not finished)."""
+    if not run.summary.is_file():
+        return None
+    return json.loads(run.summary.read_text(encoding="utf-8")).get("steps")
 
 
 def _warm_start(cfg: TrainConfig, model: Any, tokenizer: Any, renderer: Any, records: list,

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from rlvr.config import ConfigError
 from rlvr.data.arithmetic import ArithmeticTask
-from rlvr.data.loading import load_records
-from rlvr.data.prompts import PromptRenderer
+from rlvr.data.loading import DataError, load_records
+from rlvr.data.prompts import PromptRenderer, resolve_style
 from rlvr.data.records import TaskRecord
 from rlvr.training.config import DataConfig, ModelConfig, PromptConfig
 from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
@@ -17,10 +19,31 @@ from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+def every_core() -> int:
+    """Cores this process may run on (its CPU affinity, which containers and taskset
+    narrow). torch's own default counts physical cores: fewer than the vCPUs of a
+    hyperthreaded machine."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
 def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
+
+
+def check_model_path(cfg: ModelConfig) -> None:
+    """Resolve model.path now, so a missing model fails before any work, naming the field
+    (resolving is cached: load_policy finds the same directory)."""
+    if not cfg.path:
+        return
+    from rlvr.models import resolve_model
+    from rlvr.models.resolve import ModelNotFound
+
+    try:
+        resolve_model(cfg.path)
+    except ModelNotFound as exc:
+        raise ConfigError(str(exc), "model.path") from None
 
 
 def load_policy(cfg: ModelConfig, seed: int, path: str | Path | None = None) -> tuple[Any, Any]:
@@ -32,8 +55,7 @@ def load_policy(cfg: ModelConfig, seed: int, path: str | Path | None = None) -> 
     from rlvr.models.lora import apply_lora, is_adapter_dir
 
     hf_logging.disable_progress_bar()  # no "Writing model shards" bars at every checkpoint
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
+    torch.set_num_threads(cfg.threads if cfg.threads > 0 else every_core())
     if path is not None and is_adapter_dir(path):
         model, tokenizer = _adapter_policy(cfg, seed, Path(path))
     else:
@@ -88,26 +110,32 @@ def arithmetic_task(cfg: DataConfig) -> ArithmeticTask:
 
 
 def load_data(cfg: DataConfig, seed: int) -> tuple[list[TaskRecord], list[TaskRecord]]:
-    """(training records, held-out records). The arithmetic task's splits never overlap."""
-    from rlvr.data.sources import resolve_data_path
-
+    """(training records, held-out records). The arithmetic task's splits never overlap.
+    A path that cannot be read raises DataError naming the field."""
     if cfg.path:
-        train = load_records(resolve_data_path(cfg.path), cfg.mapping,
-                             default_verifier=cfg.default_verifier)
-        held_out = (load_records(resolve_data_path(cfg.eval_path), cfg.mapping,
-                                 default_verifier=cfg.default_verifier)
-                    if cfg.eval_path else [])
+        train = _records(cfg, "path")
+        held_out = _records(cfg, "eval_path") if cfg.eval_path else []
     else:
         task = arithmetic_task(cfg)
         train = task.generate(cfg.arithmetic.train_size, "train", seed)
-        held_out = (load_records(resolve_data_path(cfg.eval_path), cfg.mapping,
-                                 default_verifier=cfg.default_verifier)
-                    if cfg.eval_path else task.generate(cfg.eval_size, "test", seed))
+        held_out = (_records(cfg, "eval_path") if cfg.eval_path
+                    else task.generate(cfg.eval_size, "test", seed))
     if cfg.eval_size > 0:
         held_out = held_out[:cfg.eval_size]
     return train, held_out
 
 
+def _records(cfg: DataConfig, field: str) -> list[TaskRecord]:
+    """The records of data.<field> (path or eval_path)."""
+    from rlvr.data.sources import resolve_data_path
+
+    try:
+        path = resolve_data_path(getattr(cfg, field))
+    except FileNotFoundError as exc:  # e.g. ${RLVR_SHARED_DATA} with no shared data
+        raise DataError(f"data.{field}: {exc}") from None
+    return load_records(path, cfg.mapping, default_verifier=cfg.default_verifier)
+
+
 def prompt_renderer(cfg: PromptConfig, tokenizer: Any) -> PromptRenderer:
-    return PromptRenderer(tokenizer, cfg.style, cfg.template, cfg.system_prompt,
-                          cfg.instruction)
+    return PromptRenderer(tokenizer, resolve_style(cfg.style, tokenizer), cfg.template,
+                          cfg.system_prompt, cfg.instruction)

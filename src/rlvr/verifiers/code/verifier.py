@@ -1,7 +1,7 @@
 """The code verifier ("code"): runs the model's program against the reference's tests in
 a bubblewrap sandbox, with the verdict decided by a separate trusted process.
 
-Reference shapes (DESIGN.md), each with optional "timeout" (wall seconds for the whole
+Reference shapes (docs/contracts.md), each with optional "timeout" (wall seconds for the whole
 check) and "memory_mb" (address space of the model's process):
   {"test": "def check(candidate): ...", "entry_point": "f", "prompt"?: "..."}
         HumanEval style, all or nothing. "prompt" (HumanEval's own field) is trusted
