@@ -298,7 +298,7 @@ def describe_config(schema: type, prefix: str = "",
             lines.extend(describe_config(hint, name, notes))
             continue
         default = repr(_default_of(f)) if _has_default(f) else "(required)"
-        choices = _choices(hint)
+        choices = f.metadata.get("choices") or _choices(hint)
         comment = " ".join(filter(None, [
             f"one of {' | '.join(map(str, choices))}." if choices else "",
             f.metadata.get("help", ""),

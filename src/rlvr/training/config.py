@@ -18,8 +18,11 @@ from rlvr.data.loading import FieldMapping
 from rlvr.models.lora import LoraConfig
 
 
-def _doc(help_text: str, **kwargs):
-    return field(metadata={"help": help_text}, **kwargs)
+def _doc(help_text: str, choices: tuple[str, ...] = (), **kwargs):
+    """A field with its help text; `choices` lists the accepted values of a field typed
+    as a plain string (a Literal's values are listed by `--describe` on their own)."""
+    metadata = {"help": help_text, **({"choices": choices} if choices else {})}
+    return field(metadata=metadata, **kwargs)
 
 
 @dataclass
@@ -175,7 +178,7 @@ class AlgorithmConfig:
                                 "(max_length: sampling.max_new_tokens unless given)")
     kl_beta: float = _doc("KL(policy || reference) coefficient; 0 = no reference model",
                           default=0.0)
-    kl_estimator: str = _doc("per-token KL estimator: k1 | k2 | k3", default="k3")
+    kl_estimator: str = _doc("per-token KL estimator", choices=("k1", "k2", "k3"), default="k3")
     kl_in: Literal["loss", "reward"] = _doc("add the KL penalty to the loss or subtract "
                                             "it from the reward", default="loss")
     entropy_coef: float = _doc("entropy bonus weight (0 = off)", default=0.0)
