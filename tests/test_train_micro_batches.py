@@ -17,6 +17,7 @@ from rlvr.training.batch import pack
 from rlvr.training.loop import accumulate_gradients
 from rlvr.training.run import train
 from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
+from rlvr.update_paths.paths import ReplayPath, UpdatePath
 from train_helpers import tiny_config
 
 ROWS = 16  # 4 prompts x 4 samples
@@ -48,8 +49,10 @@ def sampled(request):
 
 def _run(sampled, aggregation, extra, micro):
     cfg = tiny_config(f"algorithm.aggregation={aggregation}", *extra, *micro)
+    replayed = sampled.batch.activations is not None
     t = SimpleNamespace(cfg=cfg, model=sampled.model,
-                        algo=build_algorithm(cfg.algorithm, cfg.sampling.max_new_tokens))
+                        algo=build_algorithm(cfg.algorithm, cfg.sampling.max_new_tokens),
+                        update=ReplayPath(UpdatePath()) if replayed else UpdatePath())
     batch, mask = sampled.batch, sampled.batch.mask.float()
     ref = sampled.ref if cfg.algorithm.kl_beta > 0 else None
     rows = torch.arange(ROWS) if t.algo.terms else torch.nonzero(sampled.advantages).flatten()
@@ -58,6 +61,8 @@ def _run(sampled, aggregation, extra, micro):
     stats = accumulate_gradients(t, rows, batch, mask, t.algo.aggregate.normalizer(mask),
                                  sampled.advantages, sampled.old, ref)
     sampled.model.eval()
+    # the forward that ran is the one asked for (replay where activations were kept)
+    assert t.update.take_ran() == ("replay" if replayed else "plain")
     return stats, {n: p.grad.clone() for n, p in sampled.model.named_parameters()}
 
 
@@ -135,6 +140,8 @@ def test_training_in_micro_batches_ends_at_the_same_weights(tmp_path, monkeypatc
     train(tiny_config(*common), tmp_path / "one")
     train(tiny_config(*common, "algorithm.micro_batch_rows=3"), tmp_path / "micro")
     one, micro = _metrics(tmp_path / "one"), _metrics(tmp_path / "micro")
+    paths = [[m.pop("update/path") for m in logged] for logged in (one, micro)]
+    assert paths[0] == paths[1]  # the same forward ran, split or not
     assert micro == [pytest.approx(m, rel=1e-5, abs=1e-6) for m in one]
     assert all(m["rows_trained"] > 3 for m in one)  # so the rows really were split
     final = "checkpoints/step-000002/model.safetensors"

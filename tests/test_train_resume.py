@@ -85,6 +85,8 @@ def test_extending_a_finished_run_matches_a_run_planned_that_long(tmp_path, caps
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     logged_part, logged_full = _logged(part / "metrics.jsonl"), _logged(full / "metrics.jsonl")
     assert [m["step"] for m in logged_part] == [1, 2, 3, 4]
+    paths = [[m.pop("update/path") for m in logged] for logged in (logged_part, logged_full)]
+    assert paths[0] == paths[1]
     assert logged_part == [pytest.approx(m, rel=1e-6, abs=1e-9) for m in logged_full]
     assert (part / "rollouts.jsonl").read_text() == (full / "rollouts.jsonl").read_text()
     sa, sb = (json.loads((d / "summary.json").read_text()) for d in (full, part))
