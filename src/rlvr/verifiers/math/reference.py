@@ -12,6 +12,10 @@ Datasets rarely store a bare answer. The gold is taken from:
   `####`;
 - a final-answer line ("Final Answer: The final answer is $20$. I hope it is
   correct."): the answer it states;
+- a reference escaped twice on its way into the dataset (`$-2 \\\\le x \\\\le 7$`,
+  `\\\\boxed{...}`: every command with two backslashes, none with one) is first read
+  with single backslashes. Only references: a completion is decoded text, and a model
+  that writes `\\\\le` wrote a line break and "le";
 - anything else: the text itself (`$9$`, `\\(9\\)`, `$$\\frac13$$`; normalize.py drops
   the math delimiters).
 
@@ -35,6 +39,8 @@ from rlvr.verifiers.math.extraction import Candidate, answer_candidates, boxed_c
 _BOX_GLUE = re.compile(r"^(?:[\s$,;]|\\[(\)\[\]]|\\quad|\\qquad|\\text\s*\{\s*and\s*\}"
                        r"|\band\b)*$")
 _GSM8K_ANSWER = re.compile(r"####\s*([^\n]*)")
+_SINGLE_COMMAND = re.compile(r"(?<!\\)\\[a-zA-Z]")
+_DOUBLED_COMMAND = re.compile(r"(?<!\\)\\\\[a-zA-Z{}]")
 
 
 def _number_text(reference: float) -> str:
@@ -53,6 +59,14 @@ def _final_boxes(text: str, boxes: list[Candidate]) -> str:
     return ", ".join(box.text for box in group)
 
 
+def _undouble_backslashes(text: str) -> str:
+    """`-2 \\\\le x \\\\le 7` -> `-2 \\le x \\le 7` when no command has a single backslash
+    (so `\\begin{pmatrix} x \\\\ y \\end{pmatrix}`, a row break before `y`, stays)."""
+    if _DOUBLED_COMMAND.search(text) and not _SINGLE_COMMAND.search(text):
+        return text.replace("\\\\", "\\")
+    return text
+
+
 def gold_text(reference: Any) -> str:
     """The gold answer in `reference` (see the module docstring), stripped."""
     if isinstance(reference, bool) or not isinstance(reference, (str, int, float)):
@@ -60,7 +74,7 @@ def gold_text(reference: Any) -> str:
                                f"number), got {type(reference).__name__}")
     if isinstance(reference, float):
         return _number_text(reference)
-    text = str(reference).strip()
+    text = _undouble_backslashes(str(reference).strip())
     if not text:
         raise InvalidReference("math: reference (gold answer) is empty")
     boxes = boxed_candidates(text)
