@@ -159,6 +159,18 @@ def _words(text: str) -> list[str]:
     return words or text.split()
 
 
+def _read_decimal_comma(answer: Shape, gold: Shape) -> tuple[Shape, Shape]:
+    """`1,22` read as the other side calls for: a list of 1 and 22 against a list or set
+    (`\\{1, 22\\}`), else the decimal 1.22. Against a single value the list reading
+    could only ever be "several values", so the decimal reading takes nothing from the
+    hedging checks; `1, 22` (with a space) is a list and never a decimal."""
+    def reading(shape: Shape, other: Shape) -> Shape:
+        if shape.kind != "decimal_comma":
+            return shape
+        return shape.parts[0] if other.kind in COLLECTION_KINDS else Shape("expr", shape.text)
+    return reading(answer, gold), reading(gold, answer)
+
+
 def flat_items(shape: Shape) -> list[Shape]:
     """The values of a collection; `\\{1 \\pm \\sqrt5, -2\\}` has three."""
     if shape.kind not in COLLECTION_KINDS:
@@ -173,6 +185,8 @@ class Comparer:
         self.percent_scale = percent_scale
 
     def equal(self, answer: Shape, gold: Shape) -> bool:
+        if "decimal_comma" in (answer.kind, gold.kind):
+            return self.equal(*_read_decimal_comma(answer, gold))
         if gold.kind == "relation":
             return self._relation(answer, gold)
         if answer.kind == "relation":
