@@ -32,8 +32,6 @@ KNOWN_MISSES = {
     # extraction.py: "Answer" without a colon is no marker, and the whole line is no
     # bare answer ("Answer \[ 9 \]")
     "dollar-wrapped gold",
-    # `|x| > 1` is kept as an "inequality" string, not read as a union of rays
-    "union against |x| > 1",
 }
 
 

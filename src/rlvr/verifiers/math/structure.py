@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rlvr.verifiers.math.inequality import intervals
 from rlvr.verifiers.math.labels import NAME
 
 _OPEN = "([{"
@@ -213,37 +214,16 @@ def parse_shape(text: str) -> Shape:
     return Shape("expr", text)
 
 
-_LESS = {"<": "<", "\\lt": "<", "\\le": "<=", "\\leq": "<=", "<=": "<=",
-         ">": ">", "\\gt": ">", "\\ge": ">=", "\\geq": ">=", ">=": ">="}
-_COMPARISON = re.compile(r"\\leq?(?![a-zA-Z])|\\geq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])|<=|>=|<|>")
-_VARIABLE = re.compile(r"^[a-zA-Z]$")
-
-
 def _inequality(text: str) -> Shape:
-    """`-2 \\le x < 7` -> the interval `[-2, 7)`; `x > 5` -> `(5, \\infty)`. Anything
-    else (`x \\neq 3`, two variables) stays an "inequality" compared as a string."""
-    operators = [_LESS[m.group()] for m in _COMPARISON.finditer(text)]
-    terms = [t.strip() for t in _COMPARISON.split(text)]
-    if "\\neq" in text or "\\ne " in text or not 2 <= len(terms) <= 3 or not all(terms):
+    """`-2 \\le x < 7` -> the interval `[-2, 7)`; `|x| > 1` -> a union of two rays
+    (inequality.py). Anything else (`x \\neq 3`, two unknowns) stays an "inequality"
+    compared as a string."""
+    found = intervals(text)
+    if not found:
         return Shape("inequality", text)
-    if len(terms) == 3 and _VARIABLE.match(terms[1]) and operators[0][0] == operators[1][0]:
-        low, high = (terms[0], terms[2]) if operators[0][0] == "<" else (terms[2], terms[0])
-        low_closed, high_closed = (operators[0].endswith("="), operators[1].endswith("="))
-        if operators[0][0] == ">":
-            low_closed, high_closed = high_closed, low_closed
-    elif len(terms) == 2 and (_VARIABLE.match(terms[0]) or _VARIABLE.match(terms[1])):
-        # put the variable on the left: `5 < x` is `x > 5`
-        bound, op = (terms[1], operators[0]) if _VARIABLE.match(terms[0]) else \
-            (terms[0], operators[0].translate(str.maketrans("<>", "><")))
-        closed = op.endswith("=")
-        if op[0] == ">":
-            low, high, low_closed, high_closed = bound, "\\infty", closed, False
-        else:
-            low, high, low_closed, high_closed = "-\\infty", bound, False, closed
-    else:
-        return Shape("inequality", text)
-    brackets = ("[" if low_closed else "(") + ("]" if high_closed else ")")
-    return Shape("ordered", brackets=brackets, parts=(parse_shape(low), parse_shape(high)))
+    shapes = tuple(Shape("ordered", brackets=brackets, parts=(parse_shape(low), parse_shape(high)))
+                   for brackets, low, high in found)
+    return shapes[0] if len(shapes) == 1 else Shape("union", parts=shapes)
 
 
 def has_relation_operator(text: str) -> bool:
