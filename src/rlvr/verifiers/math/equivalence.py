@@ -178,6 +178,17 @@ def flat_items(shape: Shape) -> list[Shape]:
     return [item for part in shape.parts for item in flat_items(part)]
 
 
+def _without_repeats(answer_items: list[Shape], gold_items: list[Shape]) -> list[Shape]:
+    """The answer's items with repeats dropped, when the gold repeats none: a set written
+    with an item twice is the same set (`(3,17,3,7)` listed twice among the solutions of
+    a "find all" question). Repeats are items of the same shape, written the same way up
+    to spaces. A gold that repeats an item (roots with multiplicity, `1, 1, 2`) is
+    matched one for one."""
+    if len(answer_items) <= len(gold_items) or len(set(gold_items)) < len(gold_items):
+        return answer_items
+    return list(dict.fromkeys(answer_items))
+
+
 class Comparer:
     """Compares shapes; `percent_scale` carries the percent rule for the top value."""
 
@@ -240,6 +251,12 @@ class Comparer:
         return parsed is not None and isinstance(parsed.tree, sympy.Symbol)
 
     def _relation(self, answer: Shape, gold: Shape) -> bool:
+        if answer.kind == "list" and values_by_name(gold) is not None:
+            # gold `k = 45, n = 2` (or `(k, n) = (45, 2)`), answer `45, 2`: the values
+            # in the gold's order (the verifier decides whether a list may answer it)
+            values = gold.parts[1].parts
+            return len(answer.parts) == len(values) \
+                and all(self.equal(a, g) for a, g in zip(answer.parts, values))
         if answer.kind != "relation":
             # gold `x = 5`, answer `5`
             return self._symbol_lhs(gold) and self.equal(answer, gold.parts[1])
@@ -263,7 +280,8 @@ class Comparer:
         return all(self.equal(answer_values[n], gold_values[n]) for n in gold_values)
 
     def _collection(self, answer: Shape, gold: Shape) -> bool:
-        return self._matching(flat_items(answer), flat_items(gold))
+        return self._matching(_without_repeats(flat_items(answer), flat_items(gold)),
+                              flat_items(gold))
 
     def _matching(self, answer_items: list[Shape], gold_items: list[Shape]) -> bool:
         """A one-to-one matching of every answer item to a gold item (greedy is enough:
