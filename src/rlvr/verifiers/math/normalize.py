@@ -33,6 +33,8 @@ _PERCENT = re.compile(r"\\?%")
 _THOUSANDS_MARKUP = re.compile(r"(?<=\d)(?:\{,\}|\\,|,\\!|\\!,)\s*(?=\d{3}(?!\d))")
 # 1,234,567 (not 10,100,1000, which is a list): groups of exactly three digits.
 # `0,111` is a decimal comma (no number is written with a leading 0 group), not 111.
+# Inside parentheses or square brackets the comma separates the entries of a tuple or
+# interval (MATH-500's `(2,12) \\cup (12,102)`, `[1,500]`), so only outside them.
 _THOUSANDS = re.compile(r"(?<![\d.,])(?!0,)\d{1,3}(?:,\d{3})+(?![\d,])")
 # `1 000`, `12 345 678`: groups of exactly three digits joined by single spaces, the
 # first group not preceded by another number (`2 100` after `5 ` is not one number).
@@ -72,6 +74,13 @@ def _repair_control_escapes(text: str) -> str:
     return _CONTROL_ESCAPES.sub(lambda m: "\\" + _CONTROL_LETTER[m.group(1)], text)
 
 
+def _drop_commas_outside_brackets(match: re.Match[str]) -> str:
+    """`12,102` -> `12102`, but not as an entry of `(12,102)` or `[1,500]`."""
+    before = match.string[:match.start()]
+    depth = sum(before.count(c) for c in "([") - sum(before.count(c) for c in ")]")
+    return match.group() if depth > 0 else match.group().replace(",", "")
+
+
 def _strip_math_delimiters(text: str) -> str:
     text = text.strip()
     for left, right in (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$")):
@@ -105,7 +114,7 @@ def normalize(answer: str) -> Normalized:
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
     text = _TEXT_LIKE.sub(r"\\text", text)
     text = re.sub(r"(?<!\\)\\ ", " ", text.replace("\\$", ""))  # `\ ` but not `\\ `
-    text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
+    text = _THOUSANDS.sub(_drop_commas_outside_brackets, text)
     text = _SPACED_THOUSANDS.sub(lambda m: m.group().replace(" ", ""), text)
     text = _GLUED_OR.sub(" or ", text)
     text = _EMPTY_SET.sub(r"\\emptyset", _SERIAL_AND.sub(", ", text))
