@@ -85,6 +85,20 @@ def _below(bound: str, closed: bool, role: str) -> list[Interval] | None:
     return [(_brackets(closed, closed), _negate(bound), bound)]
 
 
+def _unknown(roles: list[str | None]) -> int | None:
+    """Which term is the unknown: the middle one of a chain (its ends may be letters:
+    `a < x < b`); of two terms the one that can be, a plain letter before a negated one
+    (`-a < x` is `(-a, \\infty)`), the left one of two plain letters (`x > a`). An
+    absolute value beside another letter (`|x| > a`) is left alone."""
+    if len(roles) == 3:
+        return 1
+    if roles[0] and roles[1]:
+        if "absolute" in roles:
+            return None
+        return 1 if roles[0] == "negated" and roles[1] == "plain" else 0
+    return 0 if roles[0] else 1
+
+
 def intervals(text: str) -> list[Interval] | None:
     """The intervals (a union when several) that the inequality `text` describes, or
     None when it is not one this module reads (see the module docstring)."""
@@ -95,10 +109,9 @@ def intervals(text: str) -> list[Interval] | None:
     if not 2 <= len(terms) <= 3 or not all(terms):
         return None
     roles = [_role(term) for term in terms]
-    # with two terms the unknown is a plain one first, the left one first (`x > a` is
-    # `(a, \infty)`); in a chain the middle one (the ends may be letters: `a < x < b`)
-    unknown = 1 if len(terms) == 3 or roles[1] == "plain" and roles[0] != "plain" \
-        or not roles[0] else 0
+    unknown = _unknown(roles)
+    if unknown is None:
+        return None
     if all(op[0] == ">" for op in operators):  # `7 > x > -2` is `-2 < x < 7`
         terms.reverse()
         roles.reverse()
