@@ -23,6 +23,7 @@ from rlvr.verifiers.math.structure import parse_shape, split_items
     ("\\cfrac{1}{3}", "\\frac{1}{3}"), ("\\mathrm{e}^2", "e^2"), ("\\text{i}", "i"),
     ("(11,7)or(7,11)", "(11,7) or (7,11)"),
     ("\x0crac{1}{2}", "\\frac{1}{2}"), ("\\\x0crac{1}{2}", "\\frac{1}{2}"),
+    ("x = \\frac{1}{3} \\approx 0.33", "x = \\frac{1}{3}"), ("x \\approx 11", "x \\approx 11"),
     ("-2 \\\\le x", "-2 \\\\le x"),  # an answer is not undoubled (reference.py does golds)
 ])
 def test_normalize(answer, text):

@@ -44,6 +44,10 @@ _CONTROL_ESCAPES = re.compile(r"\\?([\x07\x08\x0b\x0c])")
 _CONTROL_LETTER = {"\x07": "a", "\x08": "b", "\x0b": "v", "\x0c": "f"}
 # `\text{e}`, `\mathrm{i}`: one letter in text style is that letter (Euler's e, i).
 _TEXT_LETTER = re.compile(r"\\text\s*\{\s*([A-Za-z])\s*\}")
+# `x = \\frac{1}{3} \\approx 0.33`: an approximation after an exact value is a gloss on
+# it, dropped. An answer that is only approximate (`x \\approx 11`) keeps it and is not
+# read as a value: no tolerance is ever added.
+_TRAILING_APPROX = re.compile(r"(?<=\S)\s*\\approx(?![a-zA-Z])[^=]*$")
 # `(11,7)or(7,11)`: "or" glued to brackets is still the word "or".
 _GLUED_OR = re.compile(r"(?<=[)\]}])\s*or\s*(?=[(\[{\\])")
 _SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
@@ -79,6 +83,17 @@ def _drop_commas_outside_brackets(match: re.Match[str]) -> str:
     before = match.string[:match.start()]
     depth = sum(before.count(c) for c in "([") - sum(before.count(c) for c in ")]")
     return match.group() if depth > 0 else match.group().replace(",", "")
+
+
+def _approximation_dropped(text: str) -> str:
+    """`x = \\frac{1}{3} \\approx 0.33` -> `x = \\frac{1}{3}`; `\\frac{1}{3} \\approx 0.33` ->
+    `\\frac{1}{3}`; `x \\approx 11` (nothing exact before it) unchanged."""
+    match = _TRAILING_APPROX.search(text)
+    if not match:
+        return text
+    head = text[:match.start()].strip()
+    exact = head.split("=")[-1].strip() if "=" in head else head
+    return head if exact and not re.fullmatch(r"[A-Za-z](?:_\{?\w+\}?)?", exact) else text
 
 
 def _strip_math_delimiters(text: str) -> str:
@@ -124,6 +139,7 @@ def normalize(answer: str) -> Normalized:
     text = _DEGREES.sub("", text)
     text = _SCIENTIFIC.sub(r"\1\\times 10^{\2}", text)
     text = _strip_units(" ".join(text.split()))
+    text = _approximation_dropped(text)
     text = re.sub(r"\s*\\text\s*\{\s*\}", "", text)  # empty \text{} left by a unit strip
     text = re.sub(r"\\text\s*\{([^{}a-zA-Z]*)\}", r"\1", text)  # `\textbf{5}` is 5
     text = _TEXT_LETTER.sub(r"\1", text)
