@@ -32,6 +32,12 @@ KNOWN_MISSES = {
     # extraction.py: "Answer" without a colon is no marker, and the whole line is no
     # bare answer ("Answer \[ 9 \]")
     "dollar-wrapped gold",
+    # verifier.py: a gold of labelled values (`a = 3, b = 5`) is one relation, so its
+    # values boxed one by one are not merged into one answer, and a list answering it is
+    # "several values"; equivalence.py compares both once they reach it
+    "labelled values boxed one by one",
+    "x_1, x_2 gold answered by two boxes",
+    "labelled values as a list in the gold's order",
 }
 
 
