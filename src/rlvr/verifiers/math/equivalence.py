@@ -14,7 +14,7 @@ from fractions import Fraction
 import sympy
 
 from rlvr.verifiers.math.expressions import Parsed, parse_expression
-from rlvr.verifiers.math.labels import is_label, values_by_name
+from rlvr.verifiers.math.labels import is_label, tuple_names, values_by_name
 from rlvr.verifiers.math.safety import MAX_NODES, node_count
 from rlvr.verifiers.math.structure import Shape
 
@@ -263,7 +263,7 @@ class Comparer:
         if self._symbol_lhs(gold) and self.equal(answer.parts[0], gold.parts[0]) \
                 and self.equal(answer.parts[1], gold.parts[1]):
             return True
-        if self._same_names(answer, gold):
+        if self._same_names(answer, gold) or self._both_labelled(answer, gold):
             return True
         if not all(p.kind == "expr" for p in (*answer.parts, *gold.parts)):
             return False
@@ -271,6 +271,13 @@ class Comparer:
         if any(p is None for p in parsed):
             return False
         return _line_equal((parsed[0], parsed[1]), (parsed[2], parsed[3]))
+
+    def _both_labelled(self, answer: Shape, gold: Shape) -> bool:
+        """`AB = 1` answers `|AB| = 1`: two labels that only name a value (labels.py)
+        compare by the value, as the bare value `1` would. Not tuples of names, where
+        the names say which value is which (`_same_names`)."""
+        return all(is_label(s.text, s.parts[1]) and tuple_names(s.text) is None
+                   for s in (answer, gold)) and self.equal(answer.parts[1], gold.parts[1])
 
     def _same_names(self, answer: Shape, gold: Shape) -> bool:
         """`(q,p) = (2,3)` answers `(p,q) = (3,2)`: the same value for every name."""
