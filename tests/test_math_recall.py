@@ -4,8 +4,9 @@ pairs that graders' suites and real datasets are full of (issue 14, item 6).
 tests/data/math_recall.jsonl holds hand-labelled pairs, every verdict decided from the
 mathematics: references as datasets write them (whole MATH-500, GSM8K and AIME24
 solutions, `$9$`, adjacent boxes), labelled answers, inequalities against intervals,
-multi-answer golds, matrices and vectors, text answers, thousands separators, and next
-to each rule the hedge or spoof that must stay 0. Then reference.py and labels.py on
+multi-answer golds, matrices and vectors, text answers, thousands separators (also
+space-grouped) and decimal commas, `;`- and brace-separated collections, ratio labels,
+twice-escaped references, and next to each rule the hedge or spoof that must stay 0. Then reference.py and labels.py on
 their own, and every MATH-500/GSM8K solution used as its own reference.
 """
 

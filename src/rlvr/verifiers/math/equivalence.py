@@ -3,7 +3,10 @@
 Numbers compare exactly (rationals, radicals, pi as a symbol); expressions by symbolic
 simplification of their difference, never by numeric sampling with a tolerance. Sets
 and "find all" lists must match element for element (not any-pair: `1` is not
-`1, 2, 3`); tuples, intervals and matrices in order, with interval ends respected.
+`1, 2, 3`; an item written twice counts once when the gold repeats none); tuples,
+intervals and matrices in order, with interval ends respected. A ratio `7:32` is the
+number 7/32 (the grammar reads `:` as division), so `7 : 32`, `14:64` and `\\frac{7}{32}`
+equal it. `1,22` (a "decimal_comma" shape) is read as the gold calls for.
 """
 
 from __future__ import annotations
