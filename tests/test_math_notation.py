@@ -22,6 +22,7 @@ from rlvr.verifiers.math.structure import parse_shape, split_items
     ("12,102", "12102"), ("(12,102)", "(12,102)"), ("[1,500]", "[1,500]"),  # entries
     ("\\cfrac{1}{3}", "\\frac{1}{3}"), ("\\mathrm{e}^2", "e^2"), ("\\text{i}", "i"),
     ("(11,7)or(7,11)", "(11,7) or (7,11)"),
+    ("1,000.99\u20ac", "1000.99"), ("\u00a3 12", "12"), ("x\u00b2", "x^2"),
     ("\x0crac{1}{2}", "\\frac{1}{2}"), ("\\\x0crac{1}{2}", "\\frac{1}{2}"),
     ("x = \\frac{1}{3} \\approx 0.33", "x = \\frac{1}{3}"), ("x \\approx 11", "x \\approx 11"),
     ("-2 \\\\le x", "-2 \\\\le x"),  # an answer is not undoubled (reference.py does golds)

@@ -23,6 +23,8 @@ _UNICODE = {
     "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\neq ", "\u221e": "\\infty ",
     "\u00b1": "\\pm ", "\u222a": "\\cup ", "\u2208": "\\in ", "\u00b0": "^\\circ ",
     "\u2009": "", "\u202f": "", "\u00a0": " ",
+    # currencies, like `$` (`1,000.99€`); superscript digits (`m²`, `x³`)
+    "\u20ac": "", "\u00a3": "", "\u00a5": "", "\u00b2": "^2", "\u00b3": "^3",
 }
 # Spacing and sizing macros that never carry meaning.
 _NOISE = re.compile(r"\\(?:left|right|displaystyle|textstyle|big|Big|bigg|Bigg)(?![a-zA-Z])"
