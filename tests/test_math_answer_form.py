@@ -164,3 +164,12 @@ def test_answers_that_are_no_value_are_named_for_what_they_are(answer, reason):
     """From the red-team run: a policy boxes all sorts of text; only a number written
     as an expression (or an expression equal to the gold) is "unsimplified"."""
     assert V.verify(rf"\boxed{{{answer}}}", "450").reason == reason
+
+
+def test_labelled_values_boxed_one_by_one_but_not_as_alternatives():
+    gold = "k = 45, n = 2"
+    assert V.verify(r"\boxed{k = 45} \quad \text{and} \quad \boxed{n = 2}", gold).passed
+    assert V.verify(r"\boxed{45, 2}", gold).passed  # the values in the gold's order
+    verdict = V.verify(r"\boxed{k = 45} or \boxed{n = 2}", gold)
+    assert (verdict.reason, verdict.details["hedge"]) == ("hedged", "alternative")
+    assert V.verify(r"\boxed{2, 45}", gold).reason == "wrong_answer"

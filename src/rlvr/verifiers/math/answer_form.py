@@ -35,6 +35,7 @@ import re
 import sympy
 
 from rlvr.verifiers.math.expressions import parse_expression
+from rlvr.verifiers.math.labels import is_label
 from rlvr.verifiers.math.structure import Shape
 
 ANSWER_FORMS = ("value", "equivalent")
@@ -111,10 +112,12 @@ _NAMED = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?$")
 
 def gold_value_kind(shape: Shape) -> str | None:
     """"rational" or "irrational" when the gold is a plain value written in final form
-    (`x = 5` counts as its value; `2x - y + 1 = 0` is an equation, not a value), else
+    (`x = 5`, and a labelled value such as `|AB| = 1` or `A:B = 1` (labels.py), counts as
+    its value, so `\\frac{3}{3}` stays unsimplified for it; `2x - y + 1 = 0` is an
+    equation, not a value), else
     None (symbolic: equivalence applies)."""
-    if shape.kind == "relation" and _NAMED.match(shape.parts[0].text) \
-            and shape.parts[1].kind == "expr":
+    if shape.kind == "relation" and shape.parts[1].kind == "expr" \
+            and (_NAMED.match(shape.parts[0].text) or is_label(shape.text, shape.parts[1])):
         shape = shape.parts[1]
     if shape.kind != "expr":
         return None

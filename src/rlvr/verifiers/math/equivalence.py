@@ -3,7 +3,10 @@
 Numbers compare exactly (rationals, radicals, pi as a symbol); expressions by symbolic
 simplification of their difference, never by numeric sampling with a tolerance. Sets
 and "find all" lists must match element for element (not any-pair: `1` is not
-`1, 2, 3`); tuples, intervals and matrices in order, with interval ends respected.
+`1, 2, 3`; an item written twice counts once when the gold repeats none); tuples,
+intervals and matrices in order, with interval ends respected. A ratio `7:32` is the
+number 7/32 (the grammar reads `:` as division), so `7 : 32`, `14:64` and `\\frac{7}{32}`
+equal it. `1,22` (a "decimal_comma" shape) is read as the gold calls for.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from fractions import Fraction
 import sympy
 
 from rlvr.verifiers.math.expressions import Parsed, parse_expression
-from rlvr.verifiers.math.labels import is_label, values_by_name
+from rlvr.verifiers.math.labels import is_label, tuple_names, values_by_name
 from rlvr.verifiers.math.safety import MAX_NODES, node_count
 from rlvr.verifiers.math.structure import Shape
 
@@ -159,11 +162,34 @@ def _words(text: str) -> list[str]:
     return words or text.split()
 
 
+def _read_decimal_comma(answer: Shape, gold: Shape) -> tuple[Shape, Shape]:
+    """`1,22` read as the other side calls for: a list of 1 and 22 against a list or set
+    (`\\{1, 22\\}`), else the decimal 1.22. Against a single value the list reading
+    could only ever be "several values", so the decimal reading takes nothing from the
+    hedging checks; `1, 22` (with a space) is a list and never a decimal."""
+    def reading(shape: Shape, other: Shape) -> Shape:
+        if shape.kind != "decimal_comma":
+            return shape
+        return shape.parts[0] if other.kind in COLLECTION_KINDS else Shape("expr", shape.text)
+    return reading(answer, gold), reading(gold, answer)
+
+
 def flat_items(shape: Shape) -> list[Shape]:
     """The values of a collection; `\\{1 \\pm \\sqrt5, -2\\}` has three."""
     if shape.kind not in COLLECTION_KINDS:
         return [shape]
     return [item for part in shape.parts for item in flat_items(part)]
+
+
+def _without_repeats(answer_items: list[Shape], gold_items: list[Shape]) -> list[Shape]:
+    """The answer's items with repeats dropped, when the gold repeats none: a set written
+    with an item twice is the same set (`(3,17,3,7)` listed twice among the solutions of
+    a "find all" question). Repeats are items of the same shape, written the same way up
+    to spaces. A gold that repeats an item (roots with multiplicity, `1, 1, 2`) is
+    matched one for one."""
+    if len(answer_items) <= len(gold_items) or len(set(gold_items)) < len(gold_items):
+        return answer_items
+    return list(dict.fromkeys(answer_items))
 
 
 class Comparer:
@@ -173,6 +199,8 @@ class Comparer:
         self.percent_scale = percent_scale
 
     def equal(self, answer: Shape, gold: Shape) -> bool:
+        if "decimal_comma" in (answer.kind, gold.kind):
+            return self.equal(*_read_decimal_comma(answer, gold))
         if gold.kind == "relation":
             return self._relation(answer, gold)
         if answer.kind == "relation":
@@ -226,13 +254,19 @@ class Comparer:
         return parsed is not None and isinstance(parsed.tree, sympy.Symbol)
 
     def _relation(self, answer: Shape, gold: Shape) -> bool:
+        if answer.kind == "list" and values_by_name(gold) is not None:
+            # gold `k = 45, n = 2` (or `(k, n) = (45, 2)`), answer `45, 2`: the values
+            # in the gold's order (the verifier decides whether a list may answer it)
+            values = gold.parts[1].parts
+            return len(answer.parts) == len(values) \
+                and all(self.equal(a, g) for a, g in zip(answer.parts, values))
         if answer.kind != "relation":
             # gold `x = 5`, answer `5`
             return self._symbol_lhs(gold) and self.equal(answer, gold.parts[1])
         if self._symbol_lhs(gold) and self.equal(answer.parts[0], gold.parts[0]) \
                 and self.equal(answer.parts[1], gold.parts[1]):
             return True
-        if self._same_names(answer, gold):
+        if self._same_names(answer, gold) or self._both_labelled(answer, gold):
             return True
         if not all(p.kind == "expr" for p in (*answer.parts, *gold.parts)):
             return False
@@ -240,6 +274,13 @@ class Comparer:
         if any(p is None for p in parsed):
             return False
         return _line_equal((parsed[0], parsed[1]), (parsed[2], parsed[3]))
+
+    def _both_labelled(self, answer: Shape, gold: Shape) -> bool:
+        """`AB = 1` answers `|AB| = 1`: two labels that only name a value (labels.py)
+        compare by the value, as the bare value `1` would. Not tuples of names, where
+        the names say which value is which (`_same_names`)."""
+        return all(is_label(s.text, s.parts[1]) and tuple_names(s.text) is None
+                   for s in (answer, gold)) and self.equal(answer.parts[1], gold.parts[1])
 
     def _same_names(self, answer: Shape, gold: Shape) -> bool:
         """`(q,p) = (2,3)` answers `(p,q) = (3,2)`: the same value for every name."""
@@ -249,7 +290,8 @@ class Comparer:
         return all(self.equal(answer_values[n], gold_values[n]) for n in gold_values)
 
     def _collection(self, answer: Shape, gold: Shape) -> bool:
-        return self._matching(flat_items(answer), flat_items(gold))
+        return self._matching(_without_repeats(flat_items(answer), flat_items(gold)),
+                              flat_items(gold))
 
     def _matching(self, answer_items: list[Shape], gold_items: list[Shape]) -> bool:
         """A one-to-one matching of every answer item to a gold item (greedy is enough:

@@ -6,6 +6,14 @@ MATH writes "Thus, $(m,b) = \\boxed{(\\frac32, -13)}$" and models box `(p,q)=(3,
 arithmetic: `2+3 = 5` is no label, and a tuple of names must have as many names as the
 tuple on the right has values (`(p,q) = (3,2,1)` is no label). Single symbols, `a_n`,
 `f(x)` and `P(3)` are handled in equivalence.py.
+
+A ratio or quotient of names is a label too: olympiad golds write `S_{MBCN}:S=7:32`,
+`V_{1}:V_{2}=11:21`, `A:B=1` and `\\frac{NO}{BO}=\\frac{1}{\\sqrt{6}}` for "find the ratio";
+the answer `7:32` (or `\\frac{1}{\\sqrt{6}}`) is the value. Each side must be a name: a
+letter with an optional subscript, or up to four capitals (a segment `NO`, a figure
+`MBCN`); `2:3 = 4:6` and `\\frac{x+1}{y} = 2` are no labels. The ratio `7:32` itself is
+the number 7/32 to the grammar (expressions.py), so `7 : 32`, `14:64` and
+`\\frac{7}{32}` all equal it, as any two ratios do when their quotients are equal.
 """
 
 from __future__ import annotations
@@ -25,6 +33,10 @@ _FIGURE_NAMES = re.compile(
     r"|\[\s*[A-Z]{3,6}\s*\]"  # [ABC]: the area of ABC
     r"|\\(?:text|vec)\s*\{\s*[A-Za-z]\s*\}(?:_\{?\w+\}?)?"  # \mathbf{v} (normalised), \vec{v}
     r")$")
+# one side of a ratio or quotient: `S`, `S_{MBCN}`, `V_1`, `NO`, `MBCN`
+_RATIO_SIDE = r"(?:[A-Za-z]|[A-Z]{2,4})(?:_\{?\w+\}?)?'*"
+_RATIO_OF_NAMES = re.compile(
+    rf"^(?:{_RATIO_SIDE}\s*:\s*{_RATIO_SIDE}|\\frac\s*\{{\s*{_RATIO_SIDE}\s*\}}\s*\{{\s*{_RATIO_SIDE}\s*\}})$")
 NAME = re.compile(rf"^{_NAME}$")
 
 
@@ -40,7 +52,7 @@ def tuple_names(text: str) -> list[str] | None:
 def is_label(lhs_text: str, rhs: Shape) -> bool:
     """Whether `lhs_text = rhs` only names the value `rhs` (see the module docstring)."""
     text = lhs_text.strip()
-    if _FIGURE_NAMES.match(text):
+    if _FIGURE_NAMES.match(text) or _RATIO_OF_NAMES.match(text):
         return True
     names = tuple_names(text)
     return names is not None and rhs.kind == "ordered" and rhs.brackets == "()" \

@@ -1,9 +1,13 @@
 """String normalisation of an extracted answer, before any parsing.
 
 Only rewrites that cannot change the value: unicode symbols to LaTeX, spacing macros,
-thousands separators (`1,000`, `1{,}000`, `1\\,000`), `\\dfrac`, units in `\\text{}`,
-degrees, dollar signs. Percent is recorded as a flag rather than dropped, because
-`25\\%` may stand for 25 or for 0.25 depending on the gold (see equivalence.py).
+thousands separators (`1,000`, `1{,}000`, `1\\,000`, `1 000`), `\\dfrac` and `\\cfrac`,
+units in `\\text{}`, degrees, dollar signs. Percent is recorded as a flag rather than
+dropped, because `25\\%` may stand for 25 or for 0.25 depending on the gold (see
+equivalence.py). `\\frac` written in a Python string without `r""` arrives as a form
+feed and `rac`: the control characters that no answer contains (form feed, backspace,
+bell, vertical tab) are put back as `\\f`, `\\b`, `\\a`, `\\v`. (A reference escaped twice,
+`\\\\le`, is repaired in reference.py: only data pipelines do that to text.)
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ _UNICODE = {
     "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\neq ", "\u221e": "\\infty ",
     "\u00b1": "\\pm ", "\u222a": "\\cup ", "\u2208": "\\in ", "\u00b0": "^\\circ ",
     "\u2009": "", "\u202f": "", "\u00a0": " ",
+    # currencies, like `$` (`1,000.99€`); superscript digits (`m²`, `x³`)
+    "\u20ac": "", "\u00a3": "", "\u00a5": "", "\u00b2": "^2", "\u00b3": "^3",
 }
 # Spacing and sizing macros that never carry meaning.
 _NOISE = re.compile(r"\\(?:left|right|displaystyle|textstyle|big|Big|bigg|Bigg)(?![a-zA-Z])"
@@ -28,7 +34,24 @@ _DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\^\s*\
 _PERCENT = re.compile(r"\\?%")
 _THOUSANDS_MARKUP = re.compile(r"(?<=\d)(?:\{,\}|\\,|,\\!|\\!,)\s*(?=\d{3}(?!\d))")
 # 1,234,567 (not 10,100,1000, which is a list): groups of exactly three digits.
-_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d,])")
+# `0,111` is a decimal comma (no number is written with a leading 0 group), not 111.
+# Inside parentheses or square brackets the comma separates the entries of a tuple or
+# interval (MATH-500's `(2,12) \\cup (12,102)`, `[1,500]`), so only outside them.
+_THOUSANDS = re.compile(r"(?<![\d.,])(?!0,)\d{1,3}(?:,\d{3})+(?![\d,])")
+# `1 000`, `12 345 678`: groups of exactly three digits joined by single spaces, the
+# first group not preceded by another number (`2 100` after `5 ` is not one number).
+_SPACED_THOUSANDS = re.compile(r"(?<![\d.,])(?<![\d.,] )(?!0 )\d{1,3}(?: \d{3})+(?![\d,]| \d)")
+# A Python escape in place of a command (see the module docstring).
+_CONTROL_ESCAPES = re.compile(r"\\?([\x07\x08\x0b\x0c])")
+_CONTROL_LETTER = {"\x07": "a", "\x08": "b", "\x0b": "v", "\x0c": "f"}
+# `\text{e}`, `\mathrm{i}`: one letter in text style is that letter (Euler's e, i).
+_TEXT_LETTER = re.compile(r"\\text\s*\{\s*([A-Za-z])\s*\}")
+# `x = \\frac{1}{3} \\approx 0.33`: an approximation after an exact value is a gloss on
+# it, dropped. An answer that is only approximate (`x \\approx 11`) keeps it and is not
+# read as a value: no tolerance is ever added.
+_TRAILING_APPROX = re.compile(r"(?<=\S)\s*\\approx(?![a-zA-Z])[^=]*$")
+# `(11,7)or(7,11)`: "or" glued to brackets is still the word "or".
+_GLUED_OR = re.compile(r"(?<=[)\]}])\s*or\s*(?=[(\[{\\])")
 _SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
 _TRAILING_TEXT = re.compile(r"^(?P<head>.*?\S)\s*\\text\s*\{[^{}]*\}(?:\s*\^\s*\{?\d\}?)?\s*$")
 _TRAILING_WORDS = re.compile(r"^(?P<head>.*\d)\s+[A-Za-z]{2,}(?: [A-Za-z]+)*\.?$")
@@ -50,6 +73,29 @@ class Normalized:
 
 def _apply_unicode(text: str) -> str:
     return "".join(_UNICODE.get(char, char) for char in text)
+
+
+def _repair_control_escapes(text: str) -> str:
+    """A form feed and `rac` (or `\\` form feed `rac`) -> `\\frac`; see the docstring."""
+    return _CONTROL_ESCAPES.sub(lambda m: "\\" + _CONTROL_LETTER[m.group(1)], text)
+
+
+def _drop_commas_outside_brackets(match: re.Match[str]) -> str:
+    """`12,102` -> `12102`, but not as an entry of `(12,102)` or `[1,500]`."""
+    before = match.string[:match.start()]
+    depth = sum(before.count(c) for c in "([") - sum(before.count(c) for c in ")]")
+    return match.group() if depth > 0 else match.group().replace(",", "")
+
+
+def _approximation_dropped(text: str) -> str:
+    """`x = \\frac{1}{3} \\approx 0.33` -> `x = \\frac{1}{3}`; `\\frac{1}{3} \\approx 0.33` ->
+    `\\frac{1}{3}`; `x \\approx 11` (nothing exact before it) unchanged."""
+    match = _TRAILING_APPROX.search(text)
+    if not match:
+        return text
+    head = text[:match.start()].strip()
+    exact = head.split("=")[-1].strip() if "=" in head else head
+    return head if exact and not re.fullmatch(r"[A-Za-z](?:_\{?\w+\}?)?", exact) else text
 
 
 def _strip_math_delimiters(text: str) -> str:
@@ -78,13 +124,16 @@ def _strip_units(text: str) -> str:
 def normalize(answer: str) -> Normalized:
     """Clean `answer` (an extracted final answer) into comparable LaTeX."""
     # a gold stored boxed (`\boxed{5}`, `$\boxed{5}$`) is the same gold
-    text = unwrap_boxes(_strip_math_delimiters(_apply_unicode(answer))).strip()
+    text = _apply_unicode(_repair_control_escapes(answer))
+    text = unwrap_boxes(_strip_math_delimiters(text)).strip()
     text = _THOUSANDS_MARKUP.sub("", text)  # before `\!` and `\,` go as spacing
     text = _NOISE.sub(" ", text)
-    text = re.sub(r"\\[dt]frac", r"\\frac", text)
+    text = re.sub(r"\\[dtc]frac", r"\\frac", text)
     text = _TEXT_LIKE.sub(r"\\text", text)
     text = re.sub(r"(?<!\\)\\ ", " ", text.replace("\\$", ""))  # `\ ` but not `\\ `
-    text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
+    text = _THOUSANDS.sub(_drop_commas_outside_brackets, text)
+    text = _SPACED_THOUSANDS.sub(lambda m: m.group().replace(" ", ""), text)
+    text = _GLUED_OR.sub(" or ", text)
     text = _EMPTY_SET.sub(r"\\emptyset", _SERIAL_AND.sub(", ", text))
     percent = bool(_PERCENT.search(text))
     text = _PERCENT.sub("", text)
@@ -92,7 +141,9 @@ def normalize(answer: str) -> Normalized:
     text = _DEGREES.sub("", text)
     text = _SCIENTIFIC.sub(r"\1\\times 10^{\2}", text)
     text = _strip_units(" ".join(text.split()))
+    text = _approximation_dropped(text)
     text = re.sub(r"\s*\\text\s*\{\s*\}", "", text)  # empty \text{} left by a unit strip
     text = re.sub(r"\\text\s*\{([^{}a-zA-Z]*)\}", r"\1", text)  # `\textbf{5}` is 5
+    text = _TEXT_LETTER.sub(r"\1", text)
     text = re.sub(r"[.\s]+$", "", text).strip()
     return Normalized(text, percent, degrees)

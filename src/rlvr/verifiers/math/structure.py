@@ -5,6 +5,16 @@ Shape decides the comparison: `\\{1,2\\}` and `1, 2` are unordered collections,
 intervals, `x = 3` is a relation, `\\text{(C)}` a choice, `\\text{Evelyn}` text,
 `204_5` a numeral in base 5. Splitting is done here on the string, at top-level
 commas and operators, so that latex2sympy only ever sees single expressions.
+
+Separators as datasets write them:
+- a top-level `;` separates the items when there is one (`-12;-11;-10` is a list;
+  `(0;-2;6)` a triple; `p=5,q=2;p=7,q=2` two labelled pairs): commas sit inside items;
+- braces without a backslash holding a top-level comma are a set (`{1,2,3}` is
+  `\\{1,2,3\\}`); a lone `{5}` is a group;
+- `1,22` (digits, one comma, digits: no space) is either a decimal with a decimal comma
+  or a list of two numbers; it is kept as a "decimal_comma" shape, whose reading the
+  comparison takes from the gold (equivalence.py). `1, 22` with a space is a list, and
+  `1,000` was already made one thousand by normalize.py.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rlvr.verifiers.math.inequality import intervals
 from rlvr.verifiers.math.labels import NAME
 
 _OPEN = "([{"
@@ -21,6 +32,7 @@ _BASE_NUMERAL = re.compile(r"^([0-9A-Fa-f]+)_\{?(\d+)\}?$")
 _TEXT_WRAPPED = re.compile(r"^\\text\s*\{([^{}]*)\}$")
 _MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.S)
 _SET_PREFIX = re.compile(r"^[a-zA-Z]\s*\\in\s*")
+_DECIMAL_COMMA = re.compile(r"^(-?\d+),(\d+)$")
 _RELATIONS = re.compile(r"\\leq?(?![a-zA-Z])|\\geq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])|<=|>=|<|>"
                         r"|\\neq?(?![a-zA-Z])")
 
@@ -34,7 +46,8 @@ class Shape:
            (tuple or interval; `brackets` = its two end brackets), "union" (of
            ordered parts), "matrix" (`parts` = rows, each a "row" node), "choice"
            (`text` = letter), "text" (`text` = words), "base" (`text` = digits,
-           `base`), "inequality" (`text`; compared as a string), "empty".
+           `base`), "inequality" (`text`; compared as a string), "decimal_comma"
+           (`text` = the decimal reading `1.22`, `parts` = the list reading), "empty".
     """
 
     kind: str
@@ -97,9 +110,18 @@ def is_text_answer(text: str) -> bool:
     return bool(re.fullmatch(r"[A-Za-z]{3,}(?: [A-Za-z]+)*", text))
 
 
+def split_items(text: str) -> list[str]:
+    """The items of a tuple, set or list: at top-level `;` when there is one (the coarser
+    separator: `p=5,q=2;p=7,q=2`), else at top-level commas. Empty items are dropped."""
+    items = split_top_level(text, ";")
+    if len(items) == 1:
+        items = split_top_level(text, ",")
+    return [item for item in items if item] or [""]
+
+
 def _ordered_or_group(text: str) -> Shape:
     inner = text[1:-1].strip()
-    items = split_top_level(inner, ",")
+    items = split_items(inner)
     if len(items) == 1:
         if text[0] == "(" and text[-1] == ")" or _MATRIX.match(inner):
             # plain grouping parentheses; `\left[\begin{array}..\end{array}\right]`
@@ -162,8 +184,14 @@ def parse_shape(text: str) -> Shape:
         return _matrix(matrix.group(2))
     if text.startswith("\\{") and text.endswith("\\}"):
         inner = text[2:-2]
-        return Shape("set", parts=tuple(parse_shape(i) for i in split_top_level(inner, ",") if i))
-    items = split_top_level(text, ",")
+        return Shape("set", parts=tuple(parse_shape(i) for i in split_items(inner) if i))
+    if text[0] == "{" and _encloses(text) and len(split_items(text[1:-1])) > 1:
+        return Shape("set", parts=tuple(parse_shape(i) for i in split_items(text[1:-1])))
+    decimal = _DECIMAL_COMMA.match(text)
+    if decimal:
+        return Shape("decimal_comma", text=f"{decimal.group(1)}.{decimal.group(2)}",
+                     parts=(Shape("list", parts=tuple(Shape("expr", n) for n in decimal.groups())),))
+    items = split_items(text)
     if len(items) > 1:
         return _named_values(items) or Shape("list", parts=tuple(parse_shape(i) for i in items))
     if text[0] in "([" and text[-1] in ")]" and _encloses(text):
@@ -186,37 +214,16 @@ def parse_shape(text: str) -> Shape:
     return Shape("expr", text)
 
 
-_LESS = {"<": "<", "\\lt": "<", "\\le": "<=", "\\leq": "<=", "<=": "<=",
-         ">": ">", "\\gt": ">", "\\ge": ">=", "\\geq": ">=", ">=": ">="}
-_COMPARISON = re.compile(r"\\leq?(?![a-zA-Z])|\\geq?(?![a-zA-Z])|\\[lg]t(?![a-zA-Z])|<=|>=|<|>")
-_VARIABLE = re.compile(r"^[a-zA-Z]$")
-
-
 def _inequality(text: str) -> Shape:
-    """`-2 \\le x < 7` -> the interval `[-2, 7)`; `x > 5` -> `(5, \\infty)`. Anything
-    else (`x \\neq 3`, two variables) stays an "inequality" compared as a string."""
-    operators = [_LESS[m.group()] for m in _COMPARISON.finditer(text)]
-    terms = [t.strip() for t in _COMPARISON.split(text)]
-    if "\\neq" in text or "\\ne " in text or not 2 <= len(terms) <= 3 or not all(terms):
+    """`-2 \\le x < 7` -> the interval `[-2, 7)`; `|x| > 1` -> a union of two rays
+    (inequality.py). Anything else (`x \\neq 3`, two unknowns) stays an "inequality"
+    compared as a string."""
+    found = intervals(text)
+    if not found:
         return Shape("inequality", text)
-    if len(terms) == 3 and _VARIABLE.match(terms[1]) and operators[0][0] == operators[1][0]:
-        low, high = (terms[0], terms[2]) if operators[0][0] == "<" else (terms[2], terms[0])
-        low_closed, high_closed = (operators[0].endswith("="), operators[1].endswith("="))
-        if operators[0][0] == ">":
-            low_closed, high_closed = high_closed, low_closed
-    elif len(terms) == 2 and (_VARIABLE.match(terms[0]) or _VARIABLE.match(terms[1])):
-        # put the variable on the left: `5 < x` is `x > 5`
-        bound, op = (terms[1], operators[0]) if _VARIABLE.match(terms[0]) else \
-            (terms[0], operators[0].translate(str.maketrans("<>", "><")))
-        closed = op.endswith("=")
-        if op[0] == ">":
-            low, high, low_closed, high_closed = bound, "\\infty", closed, False
-        else:
-            low, high, low_closed, high_closed = "-\\infty", bound, False, closed
-    else:
-        return Shape("inequality", text)
-    brackets = ("[" if low_closed else "(") + ("]" if high_closed else ")")
-    return Shape("ordered", brackets=brackets, parts=(parse_shape(low), parse_shape(high)))
+    shapes = tuple(Shape("ordered", brackets=brackets, parts=(parse_shape(low), parse_shape(high)))
+                   for brackets, low, high in found)
+    return shapes[0] if len(shapes) == 1 else Shape("union", parts=shapes)
 
 
 def has_relation_operator(text: str) -> bool:

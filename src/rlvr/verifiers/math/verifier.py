@@ -42,6 +42,7 @@ from rlvr.verifiers.math.extraction import (Candidate, answer_candidates, bare_a
                                             last_number, statement_end)
 from rlvr.verifiers.math.final_statement import final_statement_candidates
 from rlvr.verifiers.math.hedging import final_group, hedge_reason
+from rlvr.verifiers.math.labels import values_by_name
 from rlvr.verifiers.math.normalize import Normalized, normalize
 from rlvr.verifiers.math.prompt_echo import echoes_prompt
 from rlvr.verifiers.math.reference import gold_text
@@ -88,6 +89,14 @@ def _read_gold(reference: Any) -> tuple[Normalized, Shape]:
     if shape.kind == "empty":
         raise InvalidReference(f"math: reference {str(reference)[:100]!r} has no answer in it")
     return normalized, shape
+
+
+def _named_value_count(gold: Shape) -> int:
+    """How many values a gold of labelled values names (`k = 45, n = 2`, `x_1 = a,\\quad
+    x_2 = b`: a relation between a tuple of names and a tuple of values), else 0."""
+    if gold.kind != "relation" or values_by_name(gold) is None:
+        return 0
+    return len(gold.parts[1].parts)
 
 
 @lru_cache(maxsize=4096)
@@ -206,8 +215,13 @@ class MathVerifier:
             return Verdict.wrong("no_answer", answer=None)
         group = final_group(completion, candidates)
         multi_valued = gold.kind in COLLECTION_KINDS
-        if multi_valued and len(group) > 1:
+        named_values = _named_value_count(gold)  # `k = 45, n = 2`: 2; else 0
+        if (multi_valued or named_values) and len(group) > 1:
             # a multi-valued gold: boxing each value (`\boxed{2}, \boxed{3}`) is one answer
+            glue = " ".join(completion[a.end:b.start] for a, b in zip(group, group[1:]))
+            if named_values and _OR.search(f" {glue} "):  # `\boxed{k=45} or \boxed{n=2}`
+                return Verdict.wrong("hedged", hedge="alternative", answer=group[-1].text[:500],
+                                     method=group[-1].method)
             merged = ", ".join(c.text for c in group)
             group = [Candidate(merged, group[0].start, group[-1].end, group[-1].method)]
         details: dict[str, Any] = {"answer": group[-1].text[:500], "method": group[-1].method}
@@ -217,7 +231,8 @@ class MathVerifier:
             return Verdict.wrong("unparseable", too_long=True, **details)
         hedge = hedge_reason(completion, candidates, group,
                              alternatives_allowed=bool(_or_means(gold)),
-                             gold_values=len(flat_items(gold)), same_answer=self._same_answer)
+                             gold_values=named_values or len(flat_items(gold)),
+                             same_answer=self._same_answer)
         if hedge:
             return Verdict.wrong("hedged", hedge=hedge, **details)
         conflict = conflicting_statement(completion, candidates, group, self._same_answer)
@@ -230,7 +245,8 @@ class MathVerifier:
         details["normalized"] = answer_norm.text[:500]
         if answer.kind == "empty":
             return Verdict.wrong("no_answer", **details)
-        if answer.kind in COLLECTION_KINDS and not multi_valued and len(answer.parts) > 1:
+        if answer.kind in COLLECTION_KINDS and not multi_valued and len(answer.parts) > 1 \
+                and len(answer.parts) != named_values:  # `45, 2` answers `k = 45, n = 2`
             return Verdict.wrong("hedged", hedge="several_values", **details)
         comparer = Comparer(_percent_scales(answer_norm, gold_norm))
         try:
