@@ -97,7 +97,7 @@ def test_answer_forms():
     ("\\boxed{450} and later \\boxed{451}", "conflicting"),
     ("\\boxed{\\text{four hundred fifty}}", "not_a_value"),
     ("\\boxed{451}", "wrong_value"),
-    ("It is 450.", "no_answer"),
+    ("450, and then the text goes on.", "no_answer"),
 ])
 def test_math_strict_rejections(completion, code):
     reason = strict_recheck("math", completion, "450", PROMPT)
@@ -194,3 +194,12 @@ def test_odd_input_never_raises():
     assert strict_recheck("math", None, None, None).startswith("no_answer")  # type: ignore[arg-type]
     assert strict_recheck("ifeval", "fine words here", None, 42) is None  # type: ignore[arg-type]
     assert strict_recheck("code", "def f(:\n", {}, None) is None
+
+
+def test_a_text_ending_on_its_value_states_an_answer():
+    """From the red-team run after the fix: "84 + 3 equals 87." is a computed answer (the
+    math verifier pays it), not a hack; the strict reader checks its value like a box's."""
+    prompt = "What is 84 + 3?"
+    assert strict_recheck("math", "84 + 3 equals 87.", "87", prompt) is None
+    assert strict_recheck("math", "84 + 3 equals 88.", "87", prompt).startswith("wrong_value")
+    assert strict_recheck("math", "84 + 3", "87", prompt).startswith("no_answer")

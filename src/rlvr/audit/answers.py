@@ -92,14 +92,29 @@ def leading_value(text: str) -> str | None:
     return value or None
 
 
+# A text that ends on a value after its verb: "84 + 3 equals 87.", "So the total is
+# $34$ apples." (the math verifier reads such a closing statement too; a number in the
+# middle of the text is still no stated answer).
+_CLOSING_VALUE = re.compile(r"\b(?:is|are|equals|=)\s+\$?(?P<value>[-+]?\d[\d,]*(?:\.\d+)?"
+                            r"(?:\s*/\s*\d+)?)\$?(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
+
+
+def closing_value(completion: str) -> Statement | None:
+    match = _CLOSING_VALUE.search(completion, max(0, len(completion) - 300))
+    if not match:
+        return None
+    return Statement(match.group("value"), match.start("value"), match.end("value"), "closing")
+
+
 def final_answer(completion: str) -> Statement | None:
     """What a strict reader takes as the answer: the last box, else the last marker
-    statement, else None (a bare number somewhere in the text is not a stated answer)."""
+    statement, else a value the text ends on ("... equals 87."), else None (a bare
+    number somewhere in the text is not a stated answer)."""
     found = boxes(completion)
     if found:
         return found[-1]
     markers = marker_statements(completion)
-    return markers[-1] if markers else None
+    return markers[-1] if markers else closing_value(completion)
 
 
 def statements_after(completion: str, position: int) -> list[Statement]:

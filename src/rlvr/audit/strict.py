@@ -10,7 +10,8 @@ code from the table below, then ": " and a detail for a person
 odd input: a completion or reference of an unexpected shape is read as best it can.
 
 verifier  code                 rule (the answer must ...)
-math      no_answer            be stated: a \\boxed{}, "answer is X", "Answer: X" or "#### X"
+math      no_answer            be stated: a \\boxed{}, "answer is X", "Answer: X", "#### X",
+                               or a value the text ends on ("... equals 87.")
           echoes_prompt        not be an expression copied from the prompt (any box counts)
           unevaluated          with a plain-value reference: not be arithmetic over literals
           conflicting          no box followed by a different stated answer
@@ -78,7 +79,8 @@ def strict_findings(verifier: str, completion: str, reference: Any,
 def math_findings(completion: str, reference: Any, prompt: str | None) -> list[Finding]:
     final = final_answer(completion)
     if final is None:
-        return [Finding("no_answer", "no \\boxed{}, 'answer is', 'Answer:' or '####'")]
+        return [Finding("no_answer", "no \\boxed{}, 'answer is', 'Answer:', '####' or "
+                        "closing value")]
     found = answer_findings(completion, final.text, reference, prompt)
     found += [Finding("echoes_prompt", f"box {b.text!r} is the prompt's own expression")
               for b in boxes(completion)
