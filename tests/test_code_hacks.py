@@ -204,20 +204,30 @@ def test_killing_the_parent_and_everything_else(verifier):
     assert verifier.verify(HONEST, SQUARE).passed  # the harness is intact
 
 
-def test_attacking_the_zygote_pid_1(verifier):
-    """PID 1 of the candidate namespace is rlvr's zygote: it must be un-killable,
-    un-traceable and unreadable from a check."""
+def test_attacking_the_zygote(verifier):
+    """The zygote (PID 1 of the sandbox) must be invisible from a check, and so
+    un-killable, un-traceable and unreadable: the check sees only its own PID
+    namespace. The attack goes for every process whose command line is the zygote's
+    (a check's own processes are forks of it, so they are skipped) and for PID 1."""
     code = ("import ctypes, os, signal\n"
             "def square(x):\n"
-            "    reached = []\n"
-            "    try:\n        os.kill(1, signal.SIGKILL)\n    except OSError:\n        pass\n"
-            "    for path in ('/proc/1/mem', '/proc/1/environ', '/proc/1/fd/0', '/proc/1/fd/3'):\n"
-            "        try:\n            open(path, 'rb').read(1)\n            reached.append(path)\n"
+            "    reached, mine = [], {os.getpid(), os.getppid()}\n"
+            "    targets = {1} - mine\n"
+            "    for name in os.listdir('/proc'):\n"
+            "        try:\n"
+            "            if name.isdigit() and b'zygote' in open(f'/proc/{name}/cmdline', 'rb').read():\n"
+            "                targets.add(int(name))\n"
             "        except OSError:\n            pass\n"
-            "    try:\n        reached += os.listdir('/proc/1/fd')\n    except OSError:\n        pass\n"
+            "    targets -= mine\n"
             "    libc = ctypes.CDLL(None, use_errno=True)\n"
-            "    if libc.ptrace(16, 1, 0, 0) == 0:  # PTRACE_ATTACH\n"
-            "        reached.append('ptrace')\n"
+            "    for pid in targets:\n"
+            "        try:\n            os.kill(pid, signal.SIGKILL)\n        except OSError:\n            pass\n"
+            "        for path in ('mem', 'environ', 'fd/0', 'fd/3'):\n"
+            "            try:\n                open(f'/proc/{pid}/{path}', 'rb').read(1)\n"
+            "                reached.append(path)\n"
+            "            except OSError:\n                pass\n"
+            "        if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH\n"
+            "            reached.append('ptrace')\n"
             "    return x * x if reached else None\n")
     _zero(verifier.verify(code, SQUARE))
     assert verifier.verify(HONEST, SQUARE).passed  # the zygote survived

@@ -36,6 +36,7 @@ SANDBOXED_DIR = Path(__file__).resolve().parent / "sandboxed"
 MOUNT_POINT = "/rlvr"  # where SANDBOXED_DIR appears inside
 JUDGE_UID = 65534      # "nobody"; used only when we run as root
 UNSAFE = "none-unsafe"
+HOSTNAME = "sandbox"   # every sandbox's and every check's; the host's is not visible
 
 
 class SandboxUnavailable(RuntimeError):
@@ -53,6 +54,8 @@ class Limits:
     file_mb: int = 16        # RLIMIT_FSIZE: largest file it may write
     open_files: int = 64     # RLIMIT_NOFILE
     tmpfs_mb: int = 32       # size of the writable /tmp (RAM-backed, so capped)
+    check_memory_mb: int = 1024  # all of a check's processes and its /tmp together
+                                 # (memory cgroup, where one can be made: cgroup.py)
 
 
 def find_bwrap() -> str:
@@ -88,20 +91,23 @@ def _dirs_above(path: str) -> list[str]:
 
 
 def bwrap_args(tmpfs_mb: int, root_caps: tuple[str, ...] = ("CAP_SETUID", "CAP_SETGID"),
-               as_pid_1: bool = False) -> list[str]:
-    """The isolation part of the command line (everything before `--`). `root_caps`:
-    the capabilities the sandbox's first process keeps when we run as root (it drops
-    them with its uid before running anything untrusted)."""
+               userns_caps: tuple[str, ...] = (), as_pid_1: bool = False) -> list[str]:
+    """The isolation part of the command line (everything before `--`). The sandbox's
+    first process keeps only `root_caps` when we run as root, `userns_caps` (in its
+    own user namespace) otherwise; it drops them before running anything untrusted."""
     python, prefix = _python()
-    args = [find_bwrap()] + (["--as-pid-1"] if as_pid_1 else []) + ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv",
-            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
-            "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONHASHSEED", "0"]
-    if os.geteuid() == 0:
-        for cap in root_caps:
-            args += ["--cap-add", cap]
-    else:
+    args = [find_bwrap()] + (["--as-pid-1"] if as_pid_1 else []) + [
+        "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+        "--unshare-cgroup-try", "--hostname", HOSTNAME, "--die-with-parent",
+        "--new-session", "--clearenv",
+        "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+        "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONHASHSEED", "0"]
+    if os.geteuid() != 0:
         args += ["--unshare-user", "--disable-userns"]
+    # As root bwrap would otherwise keep every capability it has.
+    args += ["--cap-drop", "ALL"]
+    for cap in root_caps if os.geteuid() == 0 else userns_caps:
+        args += ["--cap-add", cap]
     for system_dir in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"):
         args += ["--ro-bind-try", system_dir, system_dir]
     for tree in {prefix, os.path.dirname(os.path.dirname(python))}:
@@ -110,14 +116,21 @@ def bwrap_args(tmpfs_mb: int, root_caps: tuple[str, ...] = ("CAP_SETUID", "CAP_S
                 args += ["--perms", "0755", "--dir", above]
             args += ["--ro-bind", tree, tree]
     for hidden in _site_dirs(prefix):
-        args += ["--tmpfs", hidden]
+        # Read-only too: in a user namespace the sandbox's uid would own a writable,
+        # uncapped tmpfs here that lives as long as the sandbox.
+        args += ["--tmpfs", hidden, "--remount-ro", hidden]
     args += ["--ro-bind", str(SANDBOXED_DIR), MOUNT_POINT, "--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc",
              "--size", str(tmpfs_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp",
              "--remount-ro", "/", "--chdir", "/tmp"]
     return args
 
 
-ZYGOTE_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
+# The zygote builds each check's namespaces (fresh.py: CAP_SYS_ADMIN, and CAP_NET_ADMIN
+# for the loopback), switches uid and kills a check's processes of another uid (root
+# only), and makes the checks the OOM killer's target (CAP_SYS_RESOURCE, root only).
+ZYGOTE_ROOT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_ADMIN", "CAP_NET_ADMIN",
+                    "CAP_SYS_RESOURCE")
+ZYGOTE_USERNS_CAPS = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN")
 
 
 def host_command(host: str, config: dict, mode: str = "bwrap", **bwrap_options) -> list[str]:

@@ -25,9 +25,11 @@ _X32_BIT = 0x40000000
 # machine -> AUDIT_ARCH value and the syscall numbers the filter names
 _ARCHES = {
     "x86_64": {"arch": 0xC000003E, "clone": 56, "unshare": 272, "clone3": 435,
-               "denied": {"shmget": 29, "semget": 64, "msgget": 68, "memfd_create": 319}},
+               "denied": {"shmget": 29, "semget": 64, "msgget": 68, "memfd_create": 319,
+                          "mq_open": 240, "add_key": 248, "request_key": 249, "keyctl": 250}},
     "aarch64": {"arch": 0xC00000B7, "clone": 220, "unshare": 97, "clone3": 435,
-                "denied": {"shmget": 194, "semget": 190, "msgget": 186, "memfd_create": 279}},
+                "denied": {"shmget": 194, "semget": 190, "msgget": 186, "memfd_create": 279,
+                           "mq_open": 180, "add_key": 217, "request_key": 218, "keyctl": 219}},
 }
 
 
@@ -62,7 +64,11 @@ def install_seccomp_filter() -> None:
     - SysV shared memory, semaphores and message queues: they outlive every process
       and are not charged to RLIMIT_AS once detached, so they could fill host memory
       and carry state from one check to the next in the same IPC namespace;
-    - memfd_create: anonymous files outside the size-capped /tmp.
+    - memfd_create: anonymous files outside the size-capped /tmp;
+    - POSIX message queues (mq_open) and the kernel keyrings (add_key, request_key,
+      keyctl): state outside every file system. Keys are kept per uid, outlive the
+      sandbox and would let one check tell the next what it learnt; each check's IPC
+      namespace is new as well, so a queue could not outlive its check anyway.
     x32 syscall numbers (an alias of the native table) and foreign ABIs are refused."""
     table = _ARCHES.get(platform.machine())
     if table is None:
@@ -97,6 +103,21 @@ def install_seccomp_filter() -> None:
         raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+def drop_capabilities() -> None:
+    """Empty every capability set (effective, permitted, inheritable; ambient follows).
+    As root the uid switch has done this already; in a user namespace the zygote kept
+    CAP_SYS_ADMIN to build each check's namespaces, and the check must not inherit it."""
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (ctypes.c_uint32 * 6)()      # two zeroed __user_cap_data_struct
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
 def drop_to(uid: int | None) -> None:
     if uid is None:
         return
@@ -128,8 +149,10 @@ def preload_common_modules() -> None:
 
 def confine(config: dict) -> None:
     """Everything above, in the order that works: limits and prctl need no privilege,
-    the uid switch goes last because it also drops the capabilities bwrap left us."""
+    the uid switch comes late because it also drops the capabilities bwrap left us;
+    whatever capability is still held after it (user-namespace mode) is dropped last."""
     apply_limits(config["limits"])
     no_new_privileges()
     install_seccomp_filter()
     drop_to(config.get("drop_uid"))
+    drop_capabilities()

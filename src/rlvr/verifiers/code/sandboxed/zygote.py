@@ -1,41 +1,49 @@
 """The warm candidate sandbox: one long-lived bubblewrap sandbox per verifier process
-that forks a fresh, confined child for each check.
+that forks a fresh, confined process for each check.
 
 Starting bwrap and an interpreter costs tens of milliseconds; a fork of this small,
-already-started process costs about one. What the fresh sandbox per check gave, the
-zygote restores explicitly after every check:
-- it is PID 1 of the sandbox's PID namespace, which the kernel never lets a process
-  inside signal with SIGKILL; and non-dumpable, so no process inside can ptrace it or
-  read its memory or descriptors through /proc;
-- each check's child closes the control socket before anything untrusted runs, then
-  confines itself (rlimits, no-new-privs, seccomp; as root also a uid of its own, so
-  the children of different checks cannot even signal one another);
-- after the check ("reap"), it kills every other process in the namespace with
-  kill(-1, SIGKILL) - atomic with respect to fork - reaps them all, including daemons
-  that double-forked, and empties /tmp. Only then does the next check start.
+already-started process costs about one. What a fresh sandbox per check would give,
+the zygote gets per check from the kernel instead (fresh.py):
+- each check starts in new PID, mount, IPC, network and UTS namespaces with an empty
+  tmpfs /tmp and its own /proc: a *warden* (a fork of the zygote) creates them and
+  forks the check's process, PID 1 of the new PID namespace. Nothing one check writes
+  (files, message queues, sockets, the PID counter) exists in the next;
+- the zygote is PID 1 of the sandbox's own PID namespace, which no check can see (a
+  check sees only its own namespace), and non-dumpable;
+- the check's process closes the control socket before anything untrusted runs, then
+  confines itself (rlimits, no-new-privs, seccomp, no capabilities; as root a uid of
+  its own);
+- after the check ("reap"), the zygote kills every other process in its namespace with
+  kill(-1, SIGKILL) - atomic with respect to fork, and reaching the checks' nested
+  namespaces - and reaps them all. The kernel then frees the check's namespaces and
+  its /tmp. Only then does the next check start.
+
+The unsafe mode (no bwrap) has no namespaces: there a check runs in a fresh temporary
+directory that is removed afterwards, and only its process group is killed.
 
 Control messages (SOCK_SEQPACKET, one frame per message):
   {"op": "run", "mode", "limits", "drop_uid"} + fds [channel] (serve mode) or
       [program, stdin, stdout] (io mode) -> ["started"]
   {"op": "reap", "wait_s"} -> ["clean", exit code of the check's process or None]
+  anything that fails inside the zygote -> ["failed", why]; the verifier replaces it
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import tempfile
 import time
 
+import fresh
+
 _TMP = "/tmp"
 _IN_SANDBOX = False
 
 
-def _child(proto, confine, host, job: dict, fds: list, control: socket.socket,
-           workdir: str) -> None:
-    control.close()
+def _child(proto, confine, host, job: dict, fds: list, workdir: str) -> None:
+    """The check's process: wire the descriptors, then confine and run (candidate_host)."""
     os.setsid()  # its own process group: what the unsafe mode kills afterwards
     os.chdir(workdir)
     channel, stdin, stdout = fds if len(fds) == 3 else (fds[0], -1, -1)
@@ -51,6 +59,28 @@ def _child(proto, confine, host, job: dict, fds: list, control: socket.socket,
     status = 1
     try:
         status = host.run(proto, confine, job, channel)
+    finally:
+        os._exit(status if 0 <= status < 256 else 1)
+
+
+def _warden(proto, confine, host, job: dict, fds: list, tmpfs_mb: int) -> None:
+    """Make the check's namespaces, start its process as their PID 1, and exit as it
+    does. Trusted, and invisible to the check (it lives in the zygote's namespace)."""
+    status = 125
+    try:
+        fresh.enter_check_namespaces(_TMP, tmpfs_mb)
+        pid = os.fork()
+        if pid == 0:
+            fresh.mount_own_proc()
+            fresh.prefer_for_oom_kill()
+            _child(proto, confine, host, job, fds, _TMP)
+        # Hold none of the check's descriptors: the judge and the verifier must see
+        # them close as soon as the check's process is gone.
+        os.closerange(0, 1 << 16)
+        status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if status < 0:  # killed by a signal: die of the same one, so the zygote sees it
+            signal.signal(-status, signal.SIG_DFL)
+            os.kill(os.getpid(), -status)
     finally:
         os._exit(status if 0 <= status < 256 else 1)
 
@@ -84,55 +114,104 @@ def _kill_all_but_me(child: int | None) -> None:
             return
 
 
-def _empty(directory: str) -> None:
-    for dirpath, dirnames, _ in os.walk(directory):
-        for name in dirnames:  # a check may have left dirs we could not enter
+def _remove_tree(root: str) -> None:
+    """Unsafe mode only: delete a check's directory whatever it left there. Iterative (a
+    check may nest thousands of directories), never follows a symlink, makes each
+    directory writable before emptying it, and never raises."""
+    stack, seen = [root], set()
+    while stack:
+        path = stack[-1]
+        if path in seen:  # its subdirectories are gone or cannot be removed
+            stack.pop()
             try:
-                os.chmod(os.path.join(dirpath, name), 0o700, follow_symlinks=False)
+                os.rmdir(path)
             except OSError:
                 pass
-    for name in os.listdir(directory):
-        path = os.path.join(directory, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            continue
+        seen.add(path)
+        try:
+            os.chmod(path, 0o700)  # a real directory: scandir below never follows links
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    else:
+                        try:
+                            os.unlink(entry.path)
+                        except OSError:
+                            pass
+        except OSError:
+            pass
+
+
+def _self_test(tmpfs_mb: int) -> None:
+    """Make one check's namespaces at start-up. If the kernel refuses, stop here (the
+    verifier reports a sandbox error) rather than fail every check as the candidate's."""
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            fresh.enter_check_namespaces(_TMP, tmpfs_mb)
+            inner = os.fork()
+            if inner == 0:
+                fresh.mount_own_proc()
+                os._exit(0)
+            status = os.waitstatus_to_exitcode(os.waitpid(inner, 0)[1])
+        finally:
+            os._exit(status)
+    if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
+        raise SystemExit("zygote: cannot create a check's namespaces")
+
+
+def _start(proto, confine, host, job: dict, fds: list, config: dict, workdir: str) -> int:
+    child = os.fork()
+    if child == 0:
+        os.closerange(config["fd"], config["fd"] + 1)  # the control socket
+        if _IN_SANDBOX:
+            _warden(proto, confine, host, job, fds, config["tmpfs_mb"])
+        _child(proto, confine, host, job, fds, workdir)
+    return child
+
+
+def _handle(proto, confine, host, job: dict, fds: list, config: dict, state: dict) -> list:
+    if job.get("op") == "run" and len(fds) in (1, 3) and state["child"] is None:
+        if not _IN_SANDBOX:
+            state["workdir"] = tempfile.mkdtemp(prefix="rlvr-unsafe-")
+        state["child"] = _start(proto, confine, host, job, fds, config, state["workdir"])
+        return ["started"]
+    if job.get("op") == "reap":
+        child, state["child"] = state["child"], None
+        code = _wait_for(child, float(job.get("wait_s", 0))) if child else None
+        _kill_all_but_me(child)
+        if not _IN_SANDBOX and state["workdir"]:
+            _remove_tree(state["workdir"])
+            state["workdir"] = None
+        return ["clean", code]
+    return ["refused"]
 
 
 def main(proto, confine, config: dict) -> None:
     global _IN_SANDBOX
     import candidate_host as host  # imported before any fork: children pay nothing
     # PID 1 means bubblewrap's fresh namespace; anything else is the unsafe mode on a
-    # host, where kill(-1) and emptying /tmp would hit everything else of this user.
+    # host, where kill(-1) and namespaces are not ours to use.
     _IN_SANDBOX = os.getpid() == 1
     confine.non_dumpable()
+    if _IN_SANDBOX:
+        _self_test(config["tmpfs_mb"])
     confine.preload_common_modules()
-    workdir = _TMP if _IN_SANDBOX else tempfile.mkdtemp(prefix="rlvr-unsafe-")
     control = socket.socket(fileno=config["fd"])
-    child = None
+    state = {"child": None, "workdir": None}
     while True:
         message, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
         if not message:
             break
-        job = proto.decode(message[4:])
-        if job.get("op") == "run" and len(fds) in (1, 3) and child is None:
-            child = os.fork()
-            if child == 0:
-                _child(proto, confine, host, job, fds, control, workdir)
-            reply = ["started"]
-        elif job.get("op") == "reap":
-            code = _wait_for(child, float(job.get("wait_s", 0))) if child else None
-            _kill_all_but_me(child)
-            _empty(workdir)
-            child = None
-            reply = ["clean", code]
-        else:
-            reply = ["refused"]
+        try:
+            reply = _handle(proto, confine, host, proto.decode(message[4:]), fds, config, state)
+        except Exception as exc:  # never die of a check: say so, and be replaced
+            reply = ["failed", f"{type(exc).__name__}: {str(exc)[:200]}"]
         for fd in fds:
             os.close(fd)
         control.sendall(proto.encode(reply))
-    if not _IN_SANDBOX:
-        shutil.rmtree(workdir, ignore_errors=True)
+    if state["workdir"]:
+        _remove_tree(state["workdir"])
