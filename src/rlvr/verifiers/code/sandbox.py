@@ -125,12 +125,11 @@ def bwrap_args(tmpfs_mb: int, root_caps: tuple[str, ...] = ("CAP_SETUID", "CAP_S
     return args
 
 
-# The zygote builds each check's namespaces (fresh.py: CAP_SYS_ADMIN, and CAP_NET_ADMIN
-# for the loopback), switches uid and kills a check's processes of another uid (root
-# only), and makes the checks the OOM killer's target (CAP_SYS_RESOURCE, root only).
-ZYGOTE_ROOT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_ADMIN", "CAP_NET_ADMIN",
-                    "CAP_SYS_RESOURCE")
-ZYGOTE_USERNS_CAPS = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN")
+# The zygote builds each check's namespaces (fresh.py: CAP_SYS_ADMIN), switches uid and
+# kills a check's processes of another uid (root only), and makes the checks the OOM
+# killer's target (CAP_SYS_RESOURCE, root only).
+ZYGOTE_ROOT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_ADMIN", "CAP_SYS_RESOURCE")
+ZYGOTE_USERNS_CAPS = ("CAP_SYS_ADMIN",)
 
 
 def host_command(host: str, config: dict, mode: str = "bwrap", **bwrap_options) -> list[str]:

@@ -6,39 +6,39 @@ logic can learn the hidden answers across checks ("did another call come after m
 guess?"). So each check gets namespaces of its own, created in two steps because a
 new PID namespace only applies to the children of the process that makes it:
 
-1. the check's *warden* (a fork of the zygote, still trusted) unshares PID, mount, IPC,
-   network and UTS namespaces, mounts an empty size-capped tmpfs on /tmp, sets the
-   fixed hostname and brings the new loopback interface up (as bwrap does), then forks;
+1. the check's *warden* (a fork of the zygote, still trusted) unshares PID, mount, IPC
+   and UTS namespaces, mounts an empty size-capped tmpfs on /tmp and sets the fixed
+   hostname, then forks;
 2. that child is PID 1 of the new PID namespace. It mounts a /proc of its own
    namespace (showing only its own processes, and with `subset=pid` none of the
    host-wide files such as /proc/key-users), then confines itself and runs the check.
 
 When the check ends the zygote kills both; the kernel then frees the namespaces and the
-tmpfs with every file, socket (TIME_WAIT included), message queue and PID counter the
-check touched. Nothing needs emptying, so nothing a check leaves (symlinks, 10,000
-nested directories, files it made unreadable) can break the clean-up.
+tmpfs with every file and the PID counter the check touched. Nothing needs emptying, so
+nothing a check leaves (symlinks, 10,000 nested directories, files it made unreadable)
+can break the clean-up.
 
-Needs CAP_SYS_ADMIN and CAP_NET_ADMIN in the sandbox's user namespace (bwrap --cap-add);
-the check process drops every capability in `confine` before untrusted code runs.
+The network namespace stays the sandbox's: a new one per check costs ~3 ms, more than
+a whole check. Instead no check can put anything in it: seccomp (confine.py) refuses
+every socket family but AF_UNIX, and io_uring. IPC objects cannot be created either
+(SysV and POSIX queues refused), so the new IPC namespace per check is a second wall.
+
+Needs CAP_SYS_ADMIN in the sandbox's user namespace (bwrap --cap-add); the check
+process drops every capability in `confine` before untrusted code runs.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
-import socket
-import struct
 
 HOSTNAME = b"sandbox"
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
-CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x2, 0x4, 0x8
 _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
-_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 # With a plain /proc (kernels before 5.8 lack subset=pid) these still show host-wide
 # state: other uids' key usage, the keys we may view.
 _HOST_WIDE_PROC_FILES = ("/proc/key-users", "/proc/keys")
@@ -60,23 +60,14 @@ def _mount(source: bytes | None, target: bytes, fstype: bytes | None, flags: int
 
 
 def enter_check_namespaces(tmp: str, tmpfs_mb: int) -> None:
-    """In the warden: new namespaces (PID only for its children), an empty /tmp, the
-    fixed hostname and a loopback interface that is up."""
-    _check(_libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET
-                         | CLONE_NEWUTS), "unshare")
+    """In the warden: new namespaces (PID only for its children), an empty /tmp and the
+    fixed hostname."""
+    _check(_libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
     # Mounts below stay in this check's mount namespace, never reaching the zygote's.
     _mount(None, b"/", None, _MS_REC | _MS_PRIVATE)
     options = f"size={tmpfs_mb * 1024 * 1024},nr_inodes={_INODES},mode=1777".encode()
     _mount(b"tmpfs", tmp.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options)
     _check(_libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
-    _loopback_up()
-
-
-def _loopback_up() -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        request = struct.pack("16sH14x", b"lo", 0)
-        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, _SIOCGIFFLAGS, request))[1]
-        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
 
 
 def mount_own_proc() -> None:
