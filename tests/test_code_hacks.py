@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from code_containment import pids_limited
+from code_containment import pids, pids_limited, sandbox_processes, zygote_pid
 from rlvr.verifiers.code import CodeVerifier
 
 SQUARE = {"prompt": "def square(x):\n    \"\"\"x times x\"\"\"\n",
@@ -45,37 +45,9 @@ def _zero(verdict) -> None:
     assert verdict.score == 0.0 and not verdict.passed, verdict
 
 
-def _namespace_members(v: CodeVerifier) -> list[int]:
-    """Host PIDs of every process in the candidate sandbox's PID namespace."""
-    bwrap = v._zygote.process.pid
-    zygotes = [p for p in _pids() if _stat_field(p, 3) == str(bwrap)]
-    if not zygotes:
-        return []
-    namespace = os.readlink(f"/proc/{zygotes[0]}/ns/pid")
-    members = []
-    for pid in _pids():
-        try:
-            if os.readlink(f"/proc/{pid}/ns/pid") == namespace:
-                members.append(pid)
-        except OSError:
-            pass
-    return members
-
-
-def _pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
-def _stat_field(pid: int, index: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[index - 2]
-    except (OSError, IndexError):
-        return None
-
-
 def _processes_with(marker: str) -> list[int]:
     found = []
-    for pid in _pids():
+    for pid in pids():
         try:
             if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
                 found.append(pid)
@@ -85,7 +57,7 @@ def _processes_with(marker: str) -> list[int]:
 
 
 def _only_the_zygote_left(v: CodeVerifier) -> None:
-    assert len(_namespace_members(v)) == 1, "processes of the check outlived it"
+    assert sandbox_processes(v) == [zygote_pid(v)], "processes of the check outlived it"
 
 
 # Hacks judged by the verdict alone; each is its own test case (pytest id = key).

@@ -39,6 +39,7 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x2, 0x4, 0x8
 _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
+_PR_SET_DUMPABLE = 4
 # With a plain /proc (kernels before 5.8 lack subset=pid) these still show host-wide
 # state: other uids' key usage, the keys we may view.
 _HOST_WIDE_PROC_FILES = ("/proc/key-users", "/proc/keys")
@@ -70,8 +71,14 @@ def enter_check_namespaces(tmp: str, tmpfs_mb: int) -> None:
     _check(_libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
 
 
-def mount_own_proc() -> None:
-    """In PID 1 of the check's namespace: a /proc that shows this namespace only."""
+def prepare_check_process() -> None:
+    """In PID 1 of the check's namespaces, before it confines itself."""
+    _mount_own_proc()
+    _prefer_for_oom_kill()
+
+
+def _mount_own_proc() -> None:
+    """A /proc that shows this PID namespace only."""
     flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
     try:
         _mount(b"proc", b"/proc", b"proc", flags, b"subset=pid")
@@ -84,9 +91,16 @@ def mount_own_proc() -> None:
         _mount(b"/dev/null", path.encode(), None, _MS_BIND)
 
 
-def prefer_for_oom_kill() -> None:
+def _prefer_for_oom_kill() -> None:
     """Make the check's processes the OOM killer's first choice in the sandbox's memory
-    cgroup, ahead of the zygote. Raising one's own score needs no privilege; with
-    CAP_SYS_RESOURCE (root mode) it also becomes the floor the check cannot lower."""
-    with open("/proc/self/oom_score_adj", "w") as adj:
-        adj.write("1000")
+    cgroup, ahead of the zygote. Raising one's own score needs no privilege. The check
+    may lower it again, but not below the zygote's 0; then the OOM killer goes by size,
+    and a check near its cap is far larger than the zygote.
+    Forks of the non-dumpable zygote cannot open their own /proc files in a user
+    namespace (they belong to the namespace's root), hence the dumpable moment."""
+    _check(_libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+    try:
+        with open("/proc/self/oom_score_adj", "w") as adj:
+            adj.write("1000")
+    finally:
+        _check(_libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")

@@ -71,8 +71,7 @@ def _warden(proto, confine, host, job: dict, fds: list, tmpfs_mb: int) -> None:
         fresh.enter_check_namespaces(_TMP, tmpfs_mb)
         pid = os.fork()
         if pid == 0:
-            fresh.mount_own_proc()
-            fresh.prefer_for_oom_kill()
+            fresh.prepare_check_process()
             _child(proto, confine, host, job, fds, _TMP)
         # Hold none of the check's descriptors: the judge and the verifier must see
         # them close as soon as the check's process is gone.
@@ -145,8 +144,9 @@ def _remove_tree(root: str) -> None:
 
 
 def _self_test(tmpfs_mb: int) -> None:
-    """Make one check's namespaces at start-up. If the kernel refuses, stop here (the
-    verifier reports a sandbox error) rather than fail every check as the candidate's."""
+    """Make one check's namespaces and process at start-up, as `_warden` does. If the
+    kernel refuses, stop here (the verifier reports a sandbox error) rather than fail
+    every check as the candidate's: a warden's own errors have no one to tell."""
     pid = os.fork()
     if pid == 0:
         status = 1
@@ -154,7 +154,7 @@ def _self_test(tmpfs_mb: int) -> None:
             fresh.enter_check_namespaces(_TMP, tmpfs_mb)
             inner = os.fork()
             if inner == 0:
-                fresh.mount_own_proc()
+                fresh.prepare_check_process()
                 os._exit(0)
             status = os.waitstatus_to_exitcode(os.waitpid(inner, 0)[1])
         finally:
