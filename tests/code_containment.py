@@ -150,12 +150,14 @@ def unprivileged_command(argv: list[str], reachable: list[str]) -> list[str]:
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script)]
 
 
-def run_unprivileged(argv: list[str], reachable: list[str], timeout_s: float):
+def run_unprivileged(argv: list[str], reachable: list[str], timeout_s: float,
+                     environment: dict[str, str] | None = None):
     # nobody's own home; not /tmp, which inside the sandbox is the check's writable dir
-    environment = {**os.environ, "HOME": "/nonexistent", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "HOME": "/nonexistent", "PYTHONDONTWRITEBYTECODE": "1",
+           **(environment or {})}
     try:
         return subprocess.run(unprivileged_command(argv, reachable), capture_output=True,
-                              text=True, timeout=timeout_s, env=environment, cwd="/")
+                              text=True, timeout=timeout_s, env=env, cwd="/")
     finally:  # the stash directories the script could not remove from inside
         for stash in Path(tempfile.gettempdir()).glob("rlvr-unpriv-*"):
             try:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from code_containment import interpreter_paths, run_unprivileged
+from rlvr.data.sources import shared_data_dir
 
 TESTS = Path(__file__).resolve().parent
 SUITES = ["test_code_hacks.py", "test_code_isolation.py"]
@@ -31,7 +32,10 @@ def test_the_adversarial_suites_pass_as_an_unprivileged_user():
         assert shutil.which(tool), f"{tool} (util-linux) is needed to drop to another uid"
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
             "--rootdir", str(TESTS.parent), *[str(TESTS / suite) for suite in SUITES]]
-    done = run_unprivileged(argv, interpreter_paths() + [str(TESTS.parent)], timeout_s=600)
+    # The child looks for the shared data from "/", so it is told where this run found it.
+    data = str(shared_data_dir())
+    done = run_unprivileged(argv, interpreter_paths() + [str(TESTS.parent), data],
+                            timeout_s=600, environment={"RLVR_SHARED_DATA": data})
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
     summary = re.search(r"(\d+) passed(?:, (\d+) skipped)? in ", output)
