@@ -111,6 +111,31 @@ def sandbox_processes(verifier) -> list[int]:
     return sorted(found)
 
 
+def leftover_processes(verifier, settle_s: float = 2.0) -> list[int]:
+    """Processes under the zygote that a check left running: all but the zygote and
+    what it prepares for the next check - that check's process, waiting for its job
+    with no child of its own, and as non-root the warden above it. They are forked
+    just after the verdict, so they are given `settle_s` to take that shape."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        left = _not_the_zygote_or_the_next_check(verifier)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.02)
+
+
+def _not_the_zygote_or_the_next_check(verifier) -> list[int]:
+    zygote = zygote_pid(verifier)
+    below = [pid for pid in sandbox_processes(verifier) if pid != zygote]
+    children = {pid: [c for c in below if parent_of(c) == pid] for pid in below}
+    for first in (pid for pid in below if parent_of(pid) == zygote):
+        if os.geteuid() == 0 and not children[first]:
+            return sorted(set(below) - {first})
+        if len(children[first]) == 1 and not children[children[first][0]]:
+            return sorted(set(below) - {first, children[first][0]})
+    return below
+
+
 # --- running the hostile tests as an unprivileged user -----------------------------------
 
 UNPRIVILEGED_UID = 65534  # nobody

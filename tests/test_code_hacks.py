@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from code_containment import pids, pids_limited, sandbox_processes, zygote_pid
+from code_containment import leftover_processes, pids, pids_limited
 from rlvr.verifiers.code import CodeVerifier
 
 SQUARE = {"prompt": "def square(x):\n    \"\"\"x times x\"\"\"\n",
@@ -45,19 +45,26 @@ def _zero(verdict) -> None:
     assert verdict.score == 0.0 and not verdict.passed, verdict
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for pid in pids():
-        try:
-            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-        except OSError:
-            pass
-    return found
+def _processes_with(marker: str, settle_s: float = 2.0) -> list[int]:
+    """Processes whose command line holds `marker`. A verdict comes back once every
+    process of the check has been sent SIGKILL; the kernel may take a moment more to
+    tear them down (the next check waits for that), hence `settle_s`."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        found = []
+        for pid in pids():
+            try:
+                if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+            except OSError:
+                pass
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.02)
 
 
 def _only_the_zygote_left(v: CodeVerifier) -> None:
-    assert sandbox_processes(v) == [zygote_pid(v)], "processes of the check outlived it"
+    assert leftover_processes(v) == [], "processes of the check outlived it"
 
 
 # Hacks judged by the verdict alone; each is its own test case (pytest id = key).

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from code_containment import pids_limited, sandbox_processes, zygote_pid
+from code_containment import leftover_processes, pids_limited, zygote_pid
 from rlvr.verifiers.code import CodeVerifier, sandbox
 
 SQUARE = {"prompt": "def square(x):\n    \"\"\"x times x\"\"\"\n",
@@ -49,7 +49,7 @@ def _zero(verdict) -> None:
 
 def _sandbox_intact(v: CodeVerifier) -> None:
     assert v.verify(HONEST, SQUARE).passed
-    assert sandbox_processes(v) == [zygote_pid(v)], "processes of the check outlived it"
+    assert leftover_processes(v) == [], "processes of the check outlived it"
 
 
 # --- 1. a completion voiding its own verdict ---------------------------------------------

@@ -188,9 +188,14 @@ class Zygote(_WarmSandbox):
         control = super().ensure()
         if fresh and self.mode != sandbox.UNSAFE:
             self.memory = MemoryCap.create()
-            for pid in (self.process.pid, self.process.init_pid):
-                if pid is not None:
+            try:
+                if self.process.init_pid is None:
+                    raise OSError("bwrap did not report the sandbox's PID")
+                for pid in (self.process.pid, self.process.init_pid):
                     self.memory.add(pid)  # before it forks any check
+            except OSError as exc:  # say so rather than claim a cap that is not there
+                self.memory.remove()
+                self.memory = MemoryCap(None, "none", f"could not move the sandbox in: {exc}")
         return control
 
     def close(self) -> None:

@@ -6,15 +6,18 @@ logic can learn the hidden answers across checks ("did another call come after m
 guess?"). So each check gets namespaces of its own, created in two steps because a
 new PID namespace only applies to the children of the process that makes it:
 
-1. the check's *warden* (a fork of the zygote, still trusted) unshares PID, mount, IPC
-   and UTS namespaces, mounts an empty size-capped tmpfs on /tmp and sets the fixed
-   hostname, then forks;
-2. that child is PID 1 of the new PID namespace. It mounts a /proc of its own
+1. as root, the zygote itself unshares a PID namespace, forks, and returns to its own
+   (setns); the child, PID 1 of the new namespace, unshares mount, IPC and UTS
+   namespaces, mounts an empty size-capped tmpfs on /tmp and sets the fixed hostname.
+   In bwrap's user namespace the zygote cannot return to its own PID namespace, so a
+   *warden* (a fork of the zygote, still trusted) unshares all four, does the same and
+   forks the check's process;
+2. the check's process is PID 1 of the new PID namespace. It mounts a /proc of its own
    namespace (showing only its own processes, and with `subset=pid` none of the
    host-wide files such as /proc/key-users), makes itself the OOM killer's first
    choice, then confines itself and runs the check.
 
-When the check ends the zygote kills both; the kernel then frees the namespaces and the
+When the check ends the zygote kills it (and the warden); the kernel then frees the namespaces and the
 tmpfs with every file and the PID counter the check touched. Nothing needs emptying, so
 nothing a check leaves (symlinks, 10,000 nested directories, files it made unreadable)
 can break the clean-up.
@@ -61,15 +64,30 @@ def _mount(source: bytes | None, target: bytes, fstype: bytes | None, flags: int
            f"mount {target.decode()}")
 
 
-def enter_check_namespaces(tmp: str, tmpfs_mb: int) -> None:
-    """In the warden: new namespaces (PID only for its children), an empty /tmp and the
-    fixed hostname."""
-    _check(_libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+def enter_check_namespaces(tmp: str, tmpfs_mb: int, pid: bool = True) -> None:
+    """New namespaces (PID only for the caller's children; `pid=False` when the caller
+    already is PID 1 of a new one), an empty /tmp and the fixed hostname."""
+    flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | (CLONE_NEWPID if pid else 0)
+    _check(_libc.unshare(flags), "unshare")
     # Mounts below stay in this check's mount namespace, never reaching the zygote's.
     _mount(None, b"/", None, _MS_REC | _MS_PRIVATE)
     options = f"size={tmpfs_mb * 1024 * 1024},nr_inodes={_INODES},mode=1777".encode()
     _mount(b"tmpfs", tmp.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options)
     _check(_libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
+
+
+def next_child_in_new_pid_namespace() -> None:
+    """The caller's next child will be PID 1 of a new PID namespace."""
+    _check(_libc.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+
+
+def children_in_own_pid_namespace(own: int) -> None:
+    """Undo the above, so that it can be done again (the kernel allows unshare of a PID
+    namespace only while the caller's children would land in its own). `own`: an fd
+    of /proc/self/ns/pid. Needs CAP_SYS_ADMIN over the namespace's owner, which the
+    zygote has as root but not inside bwrap's user namespace (the PID namespace is
+    owned by an outer one there): there each check has a warden instead."""
+    _check(_libc.setns(own, CLONE_NEWPID), "setns(CLONE_NEWPID)")
 
 
 def prepare_check_process() -> None:

@@ -4,10 +4,13 @@ that forks a fresh, confined process for each check.
 Starting bwrap and an interpreter costs tens of milliseconds; a fork of this small,
 already-started process costs about one. What a fresh sandbox per check would give,
 the zygote gets per check from the kernel instead (fresh.py):
-- each check starts in new PID, mount, IPC, network and UTS namespaces with an empty
-  tmpfs /tmp and its own /proc: a *warden* (a fork of the zygote) creates them and
-  forks the check's process, PID 1 of the new PID namespace. Nothing one check writes
-  (files, message queues, sockets, the PID counter) exists in the next;
+- each check starts in new PID, mount, IPC and UTS namespaces with an empty tmpfs /tmp
+  and its own /proc: a *warden* (a fork of the zygote) creates them and forks the
+  check's process, PID 1 of the new PID namespace, which then waits for its job. The
+  zygote prepares the next check's warden as soon as a check is over, so this costs
+  the check itself almost nothing. Nothing one check writes (files, the PID counter)
+  exists in the next, and the filter of confine.py keeps checks from creating IPC
+  objects, keys or network state at all;
 - the zygote is PID 1 of the sandbox's own PID namespace, which no check can see (a
   check sees only its own namespace), and non-dumpable;
 - the check's process closes the control socket before anything untrusted runs, then
@@ -63,16 +66,16 @@ def _child(proto, confine, host, job: dict, fds: list, workdir: str) -> None:
         os._exit(status if 0 <= status < 256 else 1)
 
 
-def _warden(proto, confine, host, job: dict, fds: list, tmpfs_mb: int) -> None:
-    """Make the check's namespaces, start its process as their PID 1, and exit as it
-    does. Trusted, and invisible to the check (it lives in the zygote's namespace)."""
+def _warden(proto, confine, host, tmpfs_mb: int, jobs: int) -> None:
+    """Make a check's namespaces and its process (their PID 1), which waits on `jobs`
+    for the check's job and descriptors; then exit as that process does. Trusted, and
+    invisible to the check (it lives in the zygote's namespace)."""
     status = 125
     try:
         fresh.enter_check_namespaces(_TMP, tmpfs_mb)
         pid = os.fork()
         if pid == 0:
-            fresh.prepare_check_process()
-            _child(proto, confine, host, job, fds, _TMP)
+            _await_job(proto, confine, host, jobs)
         # Hold none of the check's descriptors: the judge and the verifier must see
         # them close as soon as the check's process is gone.
         os.closerange(0, 1 << 16)
@@ -82,6 +85,64 @@ def _warden(proto, confine, host, job: dict, fds: list, tmpfs_mb: int) -> None:
             os.kill(os.getpid(), -status)
     finally:
         os._exit(status if 0 <= status < 256 else 1)
+
+
+def _await_job(proto, confine, host, jobs: int) -> None:
+    """The check's process, ready: wait for the job. No job (the socket closed) is the
+    start-up self-test, which succeeds once the process got this far."""
+    status = 1
+    try:
+        fresh.prepare_check_process()
+        with socket.socket(fileno=jobs) as sock:
+            message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 3)
+        if message and len(fds) in (1, 3):
+            _child(proto, confine, host, proto.decode(message[4:]), fds, _TMP)
+        status = 0 if not message else 1
+    finally:
+        os._exit(status)
+
+
+def _prepare(proto, confine, host, config: dict, own_pid_ns: int | None
+             ) -> tuple[int, socket.socket]:
+    """The next check's process, started while no check runs: its namespaces, /tmp and
+    /proc are ready before the verifier asks. Returns the PID of our child (the check's
+    process, or as non-root its warden) and the socket the check's process waits on."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    if own_pid_ns is not None:
+        fresh.next_child_in_new_pid_namespace()
+    pid = os.fork()
+    if pid == 0:
+        os.closerange(config["fd"], config["fd"] + 1)  # the control socket
+        os.close(ours.detach())
+        if own_pid_ns is None:
+            _warden(proto, confine, host, config["tmpfs_mb"], theirs.detach())
+        try:
+            fresh.enter_check_namespaces(_TMP, config["tmpfs_mb"], pid=False)
+        finally:
+            _await_job(proto, confine, host, theirs.detach())
+    if own_pid_ns is not None:
+        fresh.children_in_own_pid_namespace(own_pid_ns)
+    theirs.close()
+    return pid, ours
+
+
+def _hand_over(proto, confine, host, job: dict, fds: list, config: dict, state: dict) -> int:
+    """Give the job and its descriptors to the prepared check process (or to a new one,
+    if none is ready or it died); returns the warden's PID."""
+    for attempt in range(2):
+        pid, sock = state.pop("ready", None) or _prepare(proto, confine, host, config,
+                                                         state["own_pid_ns"])
+        try:
+            socket.send_fds(sock, [proto.encode(job)], fds)
+            return pid
+        except OSError:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            if attempt:
+                raise
+        finally:
+            sock.close()
+    raise AssertionError("unreachable")
 
 
 def _wait_for(pid: int, wait_s: float) -> int | None:
@@ -99,6 +160,8 @@ def _wait_for(pid: int, wait_s: float) -> int | None:
 
 
 def _kill_all_but_me(child: int | None) -> None:
+    """SIGKILL every process of the check. None of them runs another instruction after
+    this; reaping them (`_reap_all`) waits for the kernel to tear them down."""
     try:
         if _IN_SANDBOX:
             os.kill(-1, signal.SIGKILL)  # every process we may signal, except PID 1 (us)
@@ -106,6 +169,9 @@ def _kill_all_but_me(child: int | None) -> None:
             os.killpg(child, signal.SIGKILL)  # unsafe mode: never kill(-1) on a host
     except ProcessLookupError:
         pass
+
+
+def _reap_all() -> None:
     while True:
         try:
             os.waitpid(-1, 0)
@@ -143,51 +209,80 @@ def _remove_tree(root: str) -> None:
             pass
 
 
-def _self_test(tmpfs_mb: int) -> None:
-    """Make one check's namespaces and process at start-up, as `_warden` does. If the
-    kernel refuses, stop here (the verifier reports a sandbox error) rather than fail
-    every check as the candidate's: a warden's own errors have no one to tell."""
+def _own_pid_namespace() -> int | None:
+    """An fd of our PID namespace if we may return to it after making a new one for a
+    child (root), else None (use a warden per check). Tried in a throw-away child: a
+    failed attempt would leave our own next children in a namespace of their own."""
+    own = os.open("/proc/self/ns/pid", os.O_RDONLY)
     pid = os.fork()
     if pid == 0:
         status = 1
         try:
-            fresh.enter_check_namespaces(_TMP, tmpfs_mb)
-            inner = os.fork()
-            if inner == 0:
-                fresh.prepare_check_process()
-                os._exit(0)
-            status = os.waitstatus_to_exitcode(os.waitpid(inner, 0)[1])
+            fresh.next_child_in_new_pid_namespace()
+            fresh.children_in_own_pid_namespace(own)
+            status = 0
         finally:
             os._exit(status)
+    if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0:
+        return own
+    os.close(own)
+    return None
+
+
+def _self_test(proto, confine, host, config: dict, own_pid_ns: int | None) -> None:
+    """Prepare one check's process at start-up and let it go. If the kernel refuses
+    anything, stop here (the verifier reports a sandbox error) rather than fail every
+    check as the candidate's: a check's process that cannot start has no one to tell."""
+    pid, sock = _prepare(proto, confine, host, config, own_pid_ns)
+    sock.close()  # no job: it exits 0 once ready
     if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
         raise SystemExit("zygote: cannot create a check's namespaces")
 
 
-def _start(proto, confine, host, job: dict, fds: list, config: dict, workdir: str) -> int:
+def _start(proto, confine, host, job: dict, fds: list, config: dict, state: dict) -> int:
+    if _IN_SANDBOX:
+        return _hand_over(proto, confine, host, job, fds, config, state)
+    state["workdir"] = tempfile.mkdtemp(prefix="rlvr-unsafe-")
     child = os.fork()
     if child == 0:
         os.closerange(config["fd"], config["fd"] + 1)  # the control socket
-        if _IN_SANDBOX:
-            _warden(proto, confine, host, job, fds, config["tmpfs_mb"])
-        _child(proto, confine, host, job, fds, workdir)
+        _child(proto, confine, host, job, fds, state["workdir"])
     return child
 
 
 def _handle(proto, confine, host, job: dict, fds: list, config: dict, state: dict) -> list:
     if job.get("op") == "run" and len(fds) in (1, 3) and state["child"] is None:
-        if not _IN_SANDBOX:
-            state["workdir"] = tempfile.mkdtemp(prefix="rlvr-unsafe-")
-        state["child"] = _start(proto, confine, host, job, fds, config, state["workdir"])
+        state["child"] = _start(proto, confine, host, job, fds, config, state)
         return ["started"]
     if job.get("op") == "reap":
         child, state["child"] = state["child"], None
         code = _wait_for(child, float(job.get("wait_s", 0))) if child else None
         _kill_all_but_me(child)
-        if not _IN_SANDBOX and state["workdir"]:
-            _remove_tree(state["workdir"])
-            state["workdir"] = None
+        state["killed"] = True  # reaped by `_after_reply`, before any other request
+        if not _IN_SANDBOX:  # trusted code, on the host: finish before answering
+            _after_reply(proto, confine, host, config, state)
         return ["clean", code]
     return ["refused"]
+
+
+def _after_reply(proto, confine, host, config: dict, state: dict) -> None:
+    """The rest of a clean-up, done while the verifier reads the verdict: wait until the
+    kernel has torn the check down (its namespaces, /tmp, every process: only then may
+    the next check start, or its processes would count against its RLIMIT_NPROC), then
+    prepare the next check's warden."""
+    if state.pop("killed", False):
+        _reap_all()
+        ready = state.pop("ready", None)  # killed too, if there was one
+        if ready:
+            ready[1].close()
+        if state["workdir"]:
+            _remove_tree(state["workdir"])
+            state["workdir"] = None
+    if _IN_SANDBOX and state["child"] is None and "ready" not in state:
+        try:
+            state["ready"] = _prepare(proto, confine, host, config, state["own_pid_ns"])
+        except OSError:
+            pass  # _hand_over makes one when the check comes
 
 
 def main(proto, confine, config: dict) -> None:
@@ -197,11 +292,12 @@ def main(proto, confine, config: dict) -> None:
     # host, where kill(-1) and namespaces are not ours to use.
     _IN_SANDBOX = os.getpid() == 1
     confine.non_dumpable()
+    state = {"child": None, "workdir": None, "own_pid_ns": None}
     if _IN_SANDBOX:
-        _self_test(config["tmpfs_mb"])
+        state["own_pid_ns"] = _own_pid_namespace()
+        _self_test(proto, confine, host, config, state["own_pid_ns"])
     confine.preload_common_modules()
     control = socket.socket(fileno=config["fd"])
-    state = {"child": None, "workdir": None}
     while True:
         message, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
         if not message:
@@ -213,5 +309,6 @@ def main(proto, confine, config: dict) -> None:
         for fd in fds:
             os.close(fd)
         control.sendall(proto.encode(reply))
+        _after_reply(proto, confine, host, config, state)
     if state["workdir"]:
         _remove_tree(state["workdir"])
