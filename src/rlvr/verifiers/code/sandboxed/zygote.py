@@ -5,12 +5,13 @@ Starting bwrap and an interpreter costs tens of milliseconds; a fork of this sma
 already-started process costs about one. What a fresh sandbox per check would give,
 the zygote gets per check from the kernel instead (fresh.py):
 - each check starts in new PID, mount, IPC and UTS namespaces with an empty tmpfs /tmp
-  and its own /proc: a *warden* (a fork of the zygote) creates them and forks the
-  check's process, PID 1 of the new PID namespace, which then waits for its job. The
-  zygote prepares the next check's warden as soon as a check is over, so this costs
-  the check itself almost nothing. Nothing one check writes (files, the PID counter)
-  exists in the next, and the filter of confine.py keeps checks from creating IPC
-  objects, keys or network state at all;
+  and its own /proc. The check's process is PID 1 of its new PID namespace: as root
+  a direct child of the zygote, in bwrap's user namespace the child of a *warden*
+  (fresh.py says why). The zygote prepares the next check's process as soon as a
+  check is over; it waits, ready, for its job, so the check itself pays almost
+  nothing for it. Nothing one check writes (files, the PID counter) exists in the
+  next, and the filter of confine.py keeps checks from creating IPC objects, keys or
+  network state at all;
 - the zygote is PID 1 of the sandbox's own PID namespace, which no check can see (a
   check sees only its own namespace), and non-dumpable;
 - the check's process closes the control socket before anything untrusted runs, then
@@ -18,8 +19,10 @@ the zygote gets per check from the kernel instead (fresh.py):
   its own);
 - after the check ("reap"), the zygote kills every other process in its namespace with
   kill(-1, SIGKILL) - atomic with respect to fork, and reaching the checks' nested
-  namespaces - and reaps them all. The kernel then frees the check's namespaces and
-  its /tmp. Only then does the next check start.
+  namespaces - and answers: none of them runs another instruction. Before it reads
+  the next request it reaps them all, so the kernel has freed the check's namespaces
+  and /tmp (and its processes no longer count against RLIMIT_NPROC) before the next
+  check starts.
 
 The unsafe mode (no bwrap) has no namespaces: there a check runs in a fresh temporary
 directory that is removed afterwards, and only its process group is killed.
