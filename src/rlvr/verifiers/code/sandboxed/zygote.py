@@ -113,7 +113,11 @@ def _prepare(proto, confine, host, config: dict, own_pid_ns: int | None
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     if own_pid_ns is not None:
         fresh.next_child_in_new_pid_namespace()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    finally:  # in the zygote (fork failed or not): our next children are ours again
+        if own_pid_ns is not None and locals().get("pid") != 0:
+            fresh.children_in_own_pid_namespace(own_pid_ns)
     if pid == 0:
         os.closerange(config["fd"], config["fd"] + 1)  # the control socket
         os.close(ours.detach())
@@ -121,17 +125,16 @@ def _prepare(proto, confine, host, config: dict, own_pid_ns: int | None
             _warden(proto, confine, host, config["tmpfs_mb"], theirs.detach())
         try:
             fresh.enter_check_namespaces(_TMP, config["tmpfs_mb"], pid=False)
-        finally:
-            _await_job(proto, confine, host, theirs.detach())
-    if own_pid_ns is not None:
-        fresh.children_in_own_pid_namespace(own_pid_ns)
+        except BaseException:  # never run a check without its own namespaces
+            os._exit(125)
+        _await_job(proto, confine, host, theirs.detach())
     theirs.close()
     return pid, ours
 
 
 def _hand_over(proto, confine, host, job: dict, fds: list, config: dict, state: dict) -> int:
     """Give the job and its descriptors to the prepared check process (or to a new one,
-    if none is ready or it died); returns the warden's PID."""
+    if none is ready or it died); returns the PID of our child (process or warden)."""
     for attempt in range(2):
         pid, sock = state.pop("ready", None) or _prepare(proto, confine, host, config,
                                                          state["own_pid_ns"])
