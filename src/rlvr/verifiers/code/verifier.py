@@ -31,6 +31,7 @@ from rlvr.verifiers.code.sandbox import UNSAFE, Limits, probe
 MAX_TIMEOUT_S = 30.0     # keep the registry's per-item limit (60 s) above any check
 MAX_MEMORY_MB = 2048     # per process; a check may hold Limits.processes of them
 MAX_CODE_CHARS = 200_000
+CHECK_MEMORY_FACTOR = 2  # a check's whole process tree: 2 x one process's limit (cgroup)
 _SHAPES = ("test", "asserts", "io")
 
 
@@ -122,8 +123,9 @@ class CodeVerifier:
         if len(code) > MAX_CODE_CHARS:
             return Verdict.wrong("code_too_long", chars=len(code))
         timeout_s = float(reference.get("timeout", self.timeout_s))
-        limits = Limits(cpu_s=math.ceil(timeout_s) + 1,
-                        memory_mb=int(reference.get("memory_mb", self.memory_mb)))
+        memory_mb = int(reference.get("memory_mb", self.memory_mb))
+        limits = Limits(cpu_s=math.ceil(timeout_s) + 1, memory_mb=memory_mb,
+                        check_memory_mb=CHECK_MEMORY_FACTOR * memory_mb)
         if "io" in reference:
             return self._verify_io(code, reference, limits, timeout_s)
         prompt = reference.get("prompt") or ""
@@ -135,7 +137,27 @@ class CodeVerifier:
                     "setup": reference.get("setup") or ""}
         program = f"{prompt}\n{code}" if prompt else code
         result = run_function_check(self._judge, self._zygote, program, spec, limits, timeout_s)
+        if result.get("status") == "test_error":
+            return self._blame_test_error(result, reference, spec, limits, timeout_s)
         return _function_verdict(result, timeout_s)
+
+    def _blame_test_error(self, result: dict, reference: dict, spec: dict, limits: Limits,
+                          timeout_s: float) -> Verdict:
+        """The judge saw the test code fail before the candidate was involved. Only the
+        reference may be blamed for that, so it is checked on its own: the same test
+        against a stub that defines the entry point and does nothing. If the stub's run
+        fails the same way the reference is invalid; otherwise the candidate caused it
+        (scores 0, never voids its own verdict)."""
+        prompt = reference.get("prompt") or ""
+        stub = ""
+        if "entry_point" in reference and reference["entry_point"].isidentifier():
+            stub = f"def {reference['entry_point']}(*args, **kwargs):\n    return None\n"
+        again = run_function_check(self._judge, self._zygote, f"{prompt}\n{stub}", spec,
+                                   limits, timeout_s)
+        if again.get("status") == "test_error":
+            raise InvalidReference(f"code: the reference's test code fails on its own: "
+                                   f"{again.get('message')}")
+        return Verdict.wrong("candidate_crashed", error=f"judge: {result.get('message')}"[:500])
 
     def _verify_io(self, code: str, reference: dict, limits: Limits, timeout_s: float) -> Verdict:
         deadline = time.monotonic() + timeout_s
@@ -163,6 +185,15 @@ class CodeVerifier:
             "timeout" if all(o == "timeout" for o in outcomes) else "failed_tests")
         return Verdict(score, passed == len(outcomes), reason,
                        {"passed_tests": passed, "total_tests": len(outcomes), "cases": outcomes})
+
+    @property
+    def memory_cap(self) -> str:
+        """Where each check's whole memory is capped: a cgroup, or why there is none
+        (then only RLIMIT_AS per process and RLIMIT_NPROC processes bound it)."""
+        if self.mode == UNSAFE:
+            return "none (unsafe mode)"
+        self._zygote.ensure()
+        return self._zygote.memory.describe()
 
     def close(self) -> None:
         self._judge.close()
@@ -195,7 +226,4 @@ def _function_verdict(result: dict, timeout_s: float) -> Verdict:
         return Verdict.wrong(reason, error=message[:500])
     if status == "broken":
         return Verdict.wrong("candidate_crashed", error=str(result.get("message", ""))[:500])
-    if status == "test_error":
-        raise InvalidReference(f"code: the reference's test code fails on its own: "
-                               f"{result.get('message')}")
     return Verdict.error(f"sandbox: {result.get('message', status)}")

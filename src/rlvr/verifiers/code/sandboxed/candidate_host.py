@@ -35,7 +35,7 @@ def _answer_call(proto, fd: int, namespace: dict, message: list) -> None:
     _, name, args, kwargs = message
     try:
         value = namespace[name](*args, **kwargs)
-        frame = proto.encode(["return", value])
+        frame = proto.encode(["return", value], proto.CANDIDATE_FRAME_BYTES)
     except BaseException as exc:  # the model's exception becomes data for the judge
         frame = proto.encode(["raise", type(exc).__name__, str(exc)[:300]])
     proto.write_all(fd, frame)
@@ -68,7 +68,8 @@ def _load(proto, fd: int) -> dict:
     except BaseException as exc:
         proto.write_frame(fd, ["load_error", _describe(exc)])
         raise SystemExit(0)
-    proto.write_frame(fd, ["loaded", _callable_names(namespace)])
+    proto.write_all(fd, proto.encode(["loaded", _callable_names(namespace)],
+                                     proto.CANDIDATE_FRAME_BYTES))
     return namespace
 
 

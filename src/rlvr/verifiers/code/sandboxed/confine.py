@@ -22,13 +22,23 @@ _SECCOMP_MODE_FILTER = 2
 _MB = 1024 * 1024
 _CLONE_NEWUSER = 0x10000000
 _X32_BIT = 0x40000000
+_AF_UNIX = 1
 # machine -> AUDIT_ARCH value and the syscall numbers the filter names
 _ARCHES = {
     "x86_64": {"arch": 0xC000003E, "clone": 56, "unshare": 272, "clone3": 435,
-               "denied": {"shmget": 29, "semget": 64, "msgget": 68, "memfd_create": 319}},
+               "socket": 41, "socketpair": 53,
+               "denied": {"shmget": 29, "semget": 64, "msgget": 68, "memfd_create": 319,
+                          "mq_open": 240, "add_key": 248, "request_key": 249, "keyctl": 250,
+                          "io_uring_setup": 425}},
     "aarch64": {"arch": 0xC00000B7, "clone": 220, "unshare": 97, "clone3": 435,
-                "denied": {"shmget": 194, "semget": 190, "msgget": 186, "memfd_create": 279}},
+                "socket": 198, "socketpair": 199,
+                "denied": {"shmget": 194, "semget": 190, "msgget": 186, "memfd_create": 279,
+                           "mq_open": 180, "add_key": 217, "request_key": 218, "keyctl": 219,
+                           "io_uring_setup": 425}},
 }
+# classic BPF opcodes and seccomp return values
+_LD_W, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_ALLOW, _EPERM, _ENOSYS = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
 
 
 def apply_limits(limits: dict) -> None:
@@ -51,8 +61,39 @@ def no_new_privileges() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
 
 
-def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
-    return struct.pack("=HBBI", code, jt, jf, k)
+def _assemble(lines: list) -> bytes:
+    """Classic BPF from (label or None, code, true target, false target, k) lines;
+    targets are labels or None (the next instruction)."""
+    where = {line[0]: index for index, line in enumerate(lines) if line[0]}
+    program = []
+    for index, (_, code, true, false, k) in enumerate(lines):
+        jt = where[true] - index - 1 if true else 0
+        jf = where[false] - index - 1 if false else 0
+        program.append(struct.pack("=HBBI", code, jt, jf, k))
+    return b"".join(program)
+
+
+def _filter_program(table: dict) -> bytes:
+    denied = [(None, _JEQ, "deny", None, nr) for nr in table["denied"].values()]
+    return _assemble([
+        (None, _LD_W, None, None, 4),                    # A = arch
+        (None, _JEQ, "native", "deny", table["arch"]),   # a foreign ABI (i386 on x86_64)
+        ("native", _LD_W, None, None, 0),                # A = syscall number
+        (None, _JGE, "deny", None, _X32_BIT),            # x32 numbers alias the native ones
+        (None, _JEQ, "enosys", None, table["clone3"]),   # libc then falls back to clone
+        *denied,
+        (None, _JEQ, "flags", None, table["clone"]),
+        (None, _JEQ, "flags", None, table["unshare"]),
+        (None, _JEQ, "domain", None, table["socket"]),
+        (None, _JEQ, "domain", "allow", table["socketpair"]),
+        ("flags", _LD_W, None, None, 16),                # A = low word of args[0]
+        (None, _JSET, "deny", "allow", _CLONE_NEWUSER),
+        ("domain", _LD_W, None, None, 16),               # A = the address family
+        (None, _JEQ, "allow", "deny", _AF_UNIX),
+        ("enosys", _RET, None, None, _ENOSYS),
+        ("deny", _RET, None, None, _EPERM),
+        ("allow", _RET, None, None, _ALLOW),
+    ])
 
 
 def install_seccomp_filter() -> None:
@@ -62,39 +103,43 @@ def install_seccomp_filter() -> None:
     - SysV shared memory, semaphores and message queues: they outlive every process
       and are not charged to RLIMIT_AS once detached, so they could fill host memory
       and carry state from one check to the next in the same IPC namespace;
-    - memfd_create: anonymous files outside the size-capped /tmp.
+    - memfd_create: anonymous files outside the size-capped /tmp;
+    - POSIX message queues (mq_open) and the kernel keyrings (add_key, request_key,
+      keyctl): state outside every file system. Keys are kept per uid, outlive the
+      sandbox and would let one check tell the next what it learnt;
+    - sockets of any family but AF_UNIX: an IP socket leaves state in the sandbox's
+      network namespace after its process is gone (TIME_WAIT entries in /proc/net/tcp,
+      the ephemeral port sequence) that the next check could read. Unix sockets are
+      files in the check's own /tmp, or abstract names that die with their process;
+    - io_uring, whose operations (socket creation among them) bypass this filter.
+    With these refused, no IPC object and no network state can be created at all, so
+    the sandbox's IPC and network namespaces hold nothing a check wrote.
     x32 syscall numbers (an alias of the native table) and foreign ABIs are refused."""
     table = _ARCHES.get(platform.machine())
     if table is None:
         raise OSError(f"no seccomp filter for {platform.machine()}")
-    ld_w, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
-    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
-    denied = list(table["denied"].values())
-    k = len(denied)
-    program = b"".join([
-        _bpf(ld_w, 0, 0, 4),                 # 0: A = arch
-        _bpf(jeq, 1, 0, table["arch"]),      # 1: native arch -> 3
-        _bpf(ret, 0, 0, eperm),              # 2: foreign ABI (e.g. i386 on x86_64)
-        _bpf(ld_w, 0, 0, 0),                 # 3: A = syscall number
-        _bpf(jge, 0, 1, _X32_BIT),           # 4: x32 numbers alias the native ones
-        _bpf(ret, 0, 0, eperm),              # 5
-        _bpf(jeq, 0, 1, table["clone3"]),    # 6
-        _bpf(ret, 0, 0, enosys),             # 7
-        # 8 .. 8+k-1: each denied syscall jumps to the EPERM at 8+k+4
-        *[_bpf(jeq, k + 3 - i, 0, nr) for i, nr in enumerate(denied)],
-        _bpf(jeq, 1, 0, table["clone"]),     # 8+k: -> 8+k+2
-        _bpf(jeq, 0, 3, table["unshare"]),   # 8+k+1: neither -> allow
-        _bpf(ld_w, 0, 0, 16),                # 8+k+2: A = low word of flags (args[0])
-        _bpf(jset, 0, 1, _CLONE_NEWUSER),    # 8+k+3
-        _bpf(ret, 0, 0, eperm),              # 8+k+4
-        _bpf(ret, 0, 0, allow),              # 8+k+5
-    ])
+    program = _filter_program(table)
     filters = ctypes.create_string_buffer(program, len(program))
     fprog = struct.pack("=HxxxxxxQ", len(program) // 8, ctypes.addressof(filters))
     fprog_buffer = ctypes.create_string_buffer(fprog, len(fprog))
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, fprog_buffer, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+def drop_capabilities() -> None:
+    """Empty every capability set (effective, permitted, inheritable; ambient follows).
+    As root the uid switch has done this already; in a user namespace the zygote kept
+    CAP_SYS_ADMIN to build each check's namespaces, and the check must not inherit it."""
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (ctypes.c_uint32 * 6)()      # two zeroed __user_cap_data_struct
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
 
 
 def drop_to(uid: int | None) -> None:
@@ -128,8 +173,10 @@ def preload_common_modules() -> None:
 
 def confine(config: dict) -> None:
     """Everything above, in the order that works: limits and prctl need no privilege,
-    the uid switch goes last because it also drops the capabilities bwrap left us."""
+    the uid switch comes late because it also drops the capabilities bwrap left us;
+    whatever capability is still held after it (user-namespace mode) is dropped last."""
     apply_limits(config["limits"])
     no_new_privileges()
     install_seccomp_filter()
     drop_to(config.get("drop_uid"))
+    drop_capabilities()

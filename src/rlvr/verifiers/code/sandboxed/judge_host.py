@@ -77,10 +77,17 @@ class Channel:
             raise CandidateBroken(self.broken)
 
     def receive(self) -> list:
+        # Whatever goes wrong while reading or decoding what the candidate sent
+        # (MemoryError, RecursionError, a closed fd, ...) is the candidate's failure:
+        # it must never surface as an error of the reference's test code. Only
+        # JudgeTimeout (a BaseException) passes through, as the check's timeout.
         try:
-            reply = self.proto.read_frame(self.fd)
+            reply = self.proto.read_frame(self.fd, self.proto.CANDIDATE_FRAME_BYTES)
         except self.proto.ProtocolError as exc:
             self.broken = f"candidate protocol violation: {exc}"
+            raise CandidateBroken(self.broken)
+        except Exception as exc:
+            self.broken = f"candidate channel failed: {type(exc).__name__}: {str(exc)[:200]}"
             raise CandidateBroken(self.broken)
         if type(reply) is not list or not reply or type(reply[0]) is not str:
             self.broken = "candidate sent a malformed reply"

@@ -11,6 +11,12 @@ only built-in objects, and the types JSON lacks are tagged objects:
     quadratic and capped at 4300 digits; hex is linear and uncapped)
 Every JSON object on the wire is such a tag, so a str can never be mistaken for one.
 
+Decoding is bounded so that a hostile peer cannot exhaust the judge: a frame holds at
+most `limit` bytes (CANDIDATE_FRAME_BYTES for what a candidate sends), at most
+MAX_CONTAINERS lists and objects, and nests at most MAX_DEPTH deep. Within those bounds
+the decoded value costs at most a few hundred MB; anything that still goes wrong while
+decoding (MemoryError included) is a ProtocolError, never another exception.
+
 This file is stdlib-only: it is imported inside the sandbox too (sandboxed/ is the one
 directory of rlvr bound into it), where neither rlvr nor site-packages exist.
 """
@@ -24,12 +30,15 @@ import os
 import re
 import struct
 
-MAX_FRAME_BYTES = 32 * 1024 * 1024
+MAX_FRAME_BYTES = 32 * 1024 * 1024      # trusted frames (the verifier's job spec)
+CANDIDATE_FRAME_BYTES = 8 * 1024 * 1024  # what a candidate may send the judge
+MAX_CONTAINERS = 1_000_000               # lists + JSON objects in one frame
 MAX_DEPTH = 100
 _HEADER = struct.Struct(">I")
 _SCALARS = (type(None), bool, int, str)
 _BIG_INT = 1 << 64
 _HEX = re.compile(r"-?[0-9a-f]+")
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
 
 class ProtocolError(Exception):
@@ -109,23 +118,39 @@ def from_wire(tree: object, depth: int = 0) -> object:
     raise ProtocolError(f"unknown tag {tag!r}")
 
 
-def encode(value: object) -> bytes:
-    """One frame holding `value` (TypeError if it is not plain data)."""
+def encode(value: object, limit: int = MAX_FRAME_BYTES) -> bytes:
+    """One frame holding `value` (TypeError if it is not plain data or exceeds `limit`)."""
     body = json.dumps(to_wire(value), separators=(",", ":")).encode("utf-8")
-    if len(body) > MAX_FRAME_BYTES:
-        raise TypeError(f"value too large to send ({len(body)} bytes)")
+    if len(body) > limit:
+        raise TypeError(f"value too large to send ({len(body)} bytes, limit {limit})")
     return _HEADER.pack(len(body)) + body
 
 
+def _containers(body: bytes) -> int:
+    """How many lists and objects `body` holds. Counting brackets is an upper bound
+    (brackets inside strings count too); only when that bound is over the limit are
+    the strings cut out for the exact count."""
+    count = body.count(b"[") + body.count(b"{")
+    if count > MAX_CONTAINERS:
+        bare = _JSON_STRING.sub(b"", body)
+        count = bare.count(b"[") + bare.count(b"{")
+    return count
+
+
 def decode(body: bytes) -> object:
+    """The value in a frame's body. Every failure, MemoryError and RecursionError
+    included, is a ProtocolError: the peer sent something it should not have."""
     try:
-        tree = json.loads(body.decode("utf-8"))
-    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
-        raise ProtocolError(f"undecodable frame: {type(exc).__name__}")
-    try:
-        return from_wire(tree)
+        if _containers(body) > MAX_CONTAINERS:
+            raise ProtocolError(f"more than {MAX_CONTAINERS} lists and objects")
+        # bytes straight to json: no decoded str copy (up to 4 bytes per character)
+        return from_wire(json.loads(body))
+    except ProtocolError:
+        raise
     except RecursionError:
         raise ProtocolError("value nested too deeply")
+    except (ValueError, MemoryError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ProtocolError(f"undecodable frame: {type(exc).__name__}")
 
 
 def write_frame(fd: int, value: object) -> None:
@@ -150,8 +175,8 @@ def _read_exact(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_frame(fd: int) -> object:
+def read_frame(fd: int, limit: int = MAX_FRAME_BYTES) -> object:
     (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size))
-    if size > MAX_FRAME_BYTES:
-        raise ProtocolError(f"frame of {size} bytes exceeds the limit")
+    if size > limit:
+        raise ProtocolError(f"frame of {size} bytes exceeds the limit of {limit}")
     return decode(_read_exact(fd, size))
