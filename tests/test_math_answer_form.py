@@ -156,7 +156,7 @@ def test_fraction_copied_from_the_prompt_echoes():
 @pytest.mark.parametrize("answer,reason", [
     (r"9^{9^{9^9}}", "unsimplified"),  # a number, written as a tower: not evaluated
     ("ANSWER", "wrong_answer"),  # the template's placeholder: letters, not a number
-    ("68 * 79 equals 4839", "wrong_answer"),
+    ("68 * 79 equals 4839", "unparseable"),  # prose: "equals" is no product of variables
     (r"\checkmark", "unparseable"),
     ("x+1", "wrong_answer"),
 ])

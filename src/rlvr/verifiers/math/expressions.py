@@ -73,10 +73,23 @@ def _nesting_depth(text: str) -> int:
     return deepest
 
 
+# Words are not products of variables. The grammar reads `6 + 0 equals 8` as
+# 6 + 0*e*q*u*a*l*s*8 = 6 (found by the red-team run of issue 14, paid under
+# `answer_form: equivalent`): a plain word of four letters or more, or "is"/"are"/"the",
+# makes the text prose, not an expression. Function names written without a backslash
+# stay readable.
+_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])(?!(?:sqrt|arcsin|arccos|arctan|sinh|cosh|tanh|"
+                         r"infty|cdot|times|frac|pmatrix|bmatrix|matrix)(?![A-Za-z]))"
+                         r"(?:[A-Za-z]{4,}|is|are|the)(?![A-Za-z])")
+
+
 @lru_cache(maxsize=4096)
 def parse_expression(text: str) -> Parsed | None:
-    """The parsed expression, or None when it does not parse (or is too long)."""
+    """The parsed expression, or None when it does not parse (or is too long, or is
+    prose)."""
     if not text or len(text) > MAX_LENGTH or _nesting_depth(text) > MAX_DEPTH:
+        return None
+    if _PROSE_WORD.search(re.sub(r"\\(?:text|mathrm|operatorname)\s*\{[^{}]*\}", "", text)):
         return None
     try:
         tree = latex2sympy(_prepare(text), normalization_config=_NO_NORMALIZATION,

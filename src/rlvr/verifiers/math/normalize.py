@@ -55,6 +55,7 @@ _GLUED_OR = re.compile(r"(?<=[)\]}])\s*or\s*(?=[(\[{\\])")
 _SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
 _TRAILING_TEXT = re.compile(r"^(?P<head>.*?\S)\s*\\text\s*\{[^{}]*\}(?:\s*\^\s*\{?\d\}?)?\s*$")
 _TRAILING_WORDS = re.compile(r"^(?P<head>.*\d)\s+[A-Za-z]{2,}(?: [A-Za-z]+)*\.?$")
+_VERBS = re.compile(r"\b(?:is|are|equals?|gives?|makes?|was|be)\b", re.IGNORECASE)
 _WORD_CONNECTIVES = re.compile(r"\b(?:or|and|not|nor|either)\b", re.IGNORECASE)
 # MATH writes a list with a serial "and": `8, 9, \text{ and } 10` is `8, 9, 10`.
 _SERIAL_AND = re.compile(r",\s*(?:\\text\s*\{\s*and\s*\}|and\b)\s*")
@@ -107,16 +108,22 @@ def _strip_math_delimiters(text: str) -> str:
 
 
 def _strip_units(text: str) -> str:
-    """`15\\mbox{ cm}^2` -> `15`; `5.4 cents` -> `5.4`. A lone `\\text{Evelyn}` stays."""
+    """`15\\mbox{ cm}^2` -> `15`; `5.4 cents` -> `5.4`. A lone `\\text{Evelyn}` stays.
+
+    A unit has no digits and is no verb: the red-team run of issue 14 found that
+    `64 + 22 equals \\text{48}` lost `\\text{48}` as a "unit" and "equals" as a trailing
+    word, leaving the question's `64 + 22` to be graded (and paid) as the answer."""
     while True:
         match = _TRAILING_TEXT.match(text)
         if not match or not re.search(r"[\d}]", match.group("head")):
             break
-        if _WORD_CONNECTIVES.search(text[match.end("head"):]):
-            break  # "2 \text{ or } 3" is hedging, not a unit; leave it for the checks
+        tail = text[match.end("head"):]
+        if _WORD_CONNECTIVES.search(tail) or re.search(r"\{[^{}]*\d", tail):
+            break  # "2 \text{ or } 3" is hedging, `\text{48}` a value: not units
         text = match.group("head")
     match = _TRAILING_WORDS.match(text)
-    if match and not _WORD_CONNECTIVES.search(text[match.end("head"):]):
+    if match and not _WORD_CONNECTIVES.search(text[match.end("head"):]) \
+            and not _VERBS.search(text[match.end("head"):]):
         text = match.group("head")
     return text
 
