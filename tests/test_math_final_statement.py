@@ -53,3 +53,8 @@ def test_stated_answers_are_read(completion, reference):
 def test_what_is_not_read_as_the_answer(completion, reference, reason):
     verdict = V.verify(completion, reference)
     assert (verdict.passed, verdict.reason) == (False, reason), verdict
+
+
+def test_a_closing_question_states_no_answer():
+    assert V.verify("So is it $5$ then, or what, I wonder?", "5").reason == "no_answer"
+    assert V.verify("Therefore $5$ is the answer!", "5").passed

@@ -26,7 +26,7 @@ _SPAN = re.compile(r"\$\$(?P<display>(?:\\.|[^$\\])+?)\$\$|\$(?P<inline>(?:\\.|[
                    r"|\\\[(?P<bracket>(?:.|\n)+?)\\\]|\\\((?P<paren>.+?)\\\)")
 # After the last span: "is the solution.", ", our answer!", ".", "" — a few words and
 # the closing punctuation, never another sentence.
-_CLOSING = re.compile(r"^[\s,;:)*]*(?:[A-Za-z']+[\s,;:)*]*){0,8}[\s.!?*]*$")
+_CLOSING = re.compile(r"^[\s,;:)*]*(?:[A-Za-z']+[\s,;:)*]*){0,8}[\s.!*]*$")  # a question is no statement
 # A sentence ends at ". ", "! ", "? " before a capital, or at a blank line.
 _SENTENCE_END = re.compile(r"[.!?]\s+(?=[A-Z])|\n\s*\n")
 _CLOSING_VALUE = re.compile(r"\b(?:is|are|equals|be)\s+(?P<value>[-+]?\d[\d,]*(?:\.\d+)?"
