@@ -22,6 +22,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 PIDS_CAP = 400
 
 
@@ -198,3 +200,24 @@ def interpreter_paths() -> list[str]:
              sys.prefix, os.path.dirname(sys.executable)}
     paths.update(p for p in sys.path if p and os.path.exists(p))
     return sorted(paths)
+
+
+# The fixtures the adversarial suites share (imported by name into each test module).
+@pytest.fixture(scope="module")
+def wall():
+    """The module's checks under a PID limit, so a fork bomb cannot take the host."""
+    with pids_limited() as description:
+        yield description
+
+
+@pytest.fixture(scope="module")
+def verifier(wall):
+    from rlvr.verifiers.code import CodeVerifier
+
+    v = CodeVerifier()
+    yield v
+    v.close()
+
+
+def assert_zero(verdict) -> None:
+    assert verdict.score == 0.0 and not verdict.passed, verdict

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from code_containment import leftover_processes, pids, pids_limited
+from code_containment import (assert_zero, leftover_processes, pids,  # noqa: F401 (fixtures)
+                              verifier, wall)
 from rlvr.verifiers.code import CodeVerifier
 
 SQUARE = {"prompt": "def square(x):\n    \"\"\"x times x\"\"\"\n",
@@ -26,23 +27,6 @@ SQUARE = {"prompt": "def square(x):\n    \"\"\"x times x\"\"\"\n",
                   "    assert candidate(-2) == 4\n    assert candidate(0) == 0\n",
           "entry_point": "square", "timeout": 3}
 HONEST = "def square(x):\n    return x * x\n"
-
-
-@pytest.fixture(scope="module")
-def wall():
-    with pids_limited() as description:
-        yield description
-
-
-@pytest.fixture(scope="module")
-def verifier(wall):
-    v = CodeVerifier()
-    yield v
-    v.close()
-
-
-def _zero(verdict) -> None:
-    assert verdict.score == 0.0 and not verdict.passed, verdict
 
 
 def _processes_with(marker: str, settle_s: float = 2.0) -> list[int]:
@@ -148,7 +132,7 @@ VERDICT_ONLY_HACKS = {
 
 @pytest.mark.parametrize("hack", list(VERDICT_ONLY_HACKS))
 def test_hack_scores_zero(verifier, hack):
-    _zero(verifier.verify(VERDICT_ONLY_HACKS[hack], SQUARE))
+    assert_zero(verifier.verify(VERDICT_ONLY_HACKS[hack], SQUARE))
     _only_the_zygote_left(verifier)
 
 
@@ -159,7 +143,7 @@ def test_shadowing_builtins_used_by_the_assert(verifier):
                              "assert order([2]) == list([2])"], "timeout": 3}
     code = ("def sorted(x):\n    return 'same'\ndef list(x):\n    return 'same'\n"
             "def order(x):\n    return 'same'\n")
-    _zero(verifier.verify(code, reference))
+    assert_zero(verifier.verify(code, reference))
 
 
 def test_stop_iteration_ending_the_judges_loop_early(verifier):
@@ -167,7 +151,7 @@ def test_stop_iteration_ending_the_judges_loop_early(verifier):
     reference = {"asserts": ["assert sum(map(negate, [0, 0, 0])) == 0",
                              "assert list(map(negate, [5])) == [-5]"]}
     assert verifier.verify("def negate(x):\n    return -x\n", reference).passed
-    _zero(verifier.verify("def negate(x):\n    raise StopIteration\n", reference))
+    assert_zero(verifier.verify("def negate(x):\n    raise StopIteration\n", reference))
 
 
 # --- attacking the harness processes ---------------------------------------------------
@@ -179,7 +163,7 @@ def test_killing_the_parent_and_everything_else(verifier):
             "        for sig in (signal.SIGKILL, signal.SIGTERM):\n"
             "            try:\n                os.kill(pid, sig)\n            except OSError:\n                pass\n"
             "    return None\n")
-    _zero(verifier.verify(code, SQUARE))
+    assert_zero(verifier.verify(code, SQUARE))
     assert verifier.verify(HONEST, SQUARE).passed  # the harness is intact
 
 
@@ -208,7 +192,7 @@ def test_attacking_the_zygote(verifier):
             "        if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH\n"
             "            reached.append('ptrace')\n"
             "    return x * x if reached else None\n")
-    _zero(verifier.verify(code, SQUARE))
+    assert_zero(verifier.verify(code, SQUARE))
     assert verifier.verify(HONEST, SQUARE).passed  # the zygote survived
     _only_the_zygote_left(verifier)
 
@@ -220,7 +204,7 @@ def test_ignoring_sigalrm_and_spinning(verifier):
     start = time.monotonic()
     verdict = verifier.verify(code, {**SQUARE, "timeout": 1})
     assert verdict.reason == "timeout"
-    _zero(verdict)
+    assert_zero(verdict)
     assert time.monotonic() - start < 5
     _only_the_zygote_left(verifier)
 
@@ -241,7 +225,7 @@ def test_reading_expected_outputs_from_disk(verifier, tmp_path, shared_data):
             "        if os.path.exists(path):\n"
             "            return json.load(open(PATHS[0]))[str(x)]\n"
             "    return None\n")
-    _zero(verifier.verify(code, SQUARE))  # ...but not in the sandbox
+    assert_zero(verifier.verify(code, SQUARE))  # ...but not in the sandbox
 
 
 # --- resource abuse --------------------------------------------------------------------
@@ -251,7 +235,7 @@ def test_fork_bomb(verifier):
             "def square(x):\n"
             "    while True:\n"
             "        try:\n            os.fork()\n        except OSError:\n            pass\n")
-    _zero(verifier.verify(code, {**SQUARE, "timeout": 2}))
+    assert_zero(verifier.verify(code, {**SQUARE, "timeout": 2}))
     _only_the_zygote_left(verifier)
     assert verifier.verify(HONEST, SQUARE).passed
 
@@ -262,14 +246,14 @@ def test_thread_bomb(verifier):
             "    while True:\n"
             "        try:\n            threading.Thread(target=time.sleep, args=(60,)).start()\n"
             "        except RuntimeError:\n            pass\n")
-    _zero(verifier.verify(code, {**SQUARE, "timeout": 2}))
+    assert_zero(verifier.verify(code, {**SQUARE, "timeout": 2}))
     _only_the_zygote_left(verifier)
 
 
 def test_memory_bomb(verifier):
     code = ("def square(x):\n    hog = bytearray(16 * 1024 ** 3)\n    return x * x\n")
     verdict = verifier.verify(code, SQUARE)
-    _zero(verdict)
+    assert_zero(verdict)
     assert "MemoryError" in verdict.details["errors"][0]
 
 
@@ -283,14 +267,14 @@ def test_memory_bomb_across_forked_children(verifier):
             "                import time; time.sleep(60)\n"
             "        except (OSError, MemoryError):\n            pass\n"
             "    return None\n")
-    _zero(verifier.verify(code, {**SQUARE, "timeout": 2}))
+    assert_zero(verifier.verify(code, {**SQUARE, "timeout": 2}))
     _only_the_zygote_left(verifier)
 
 
 def test_endless_output_in_a_call(verifier):
     code = "def square(x):\n    while True:\n        print('x' * 4096)\n"
     verdict = verifier.verify(code, {**SQUARE, "timeout": 1})
-    _zero(verdict)
+    assert_zero(verdict)
     assert verdict.reason == "timeout"
 
 
@@ -298,7 +282,7 @@ def test_endless_output_as_a_program(verifier):
     reference = {"io": [{"input": "", "output": "9"}], "timeout": 5}
     start = time.monotonic()
     verdict = verifier.verify("while True:\n    print('9' * 4096)\n", reference)
-    _zero(verdict)
+    assert_zero(verdict)
     assert verdict.details["cases"] == ["output_limit"]
     assert time.monotonic() - start < 5  # cut at the cap, not at the deadline
 
@@ -313,7 +297,7 @@ def test_filling_the_disk(verifier):
             "                for _ in range(64):\n                    f.write(block)\n"
             "        except OSError:\n            pass\n"
             "    return None\n")
-    _zero(verifier.verify(code, {**SQUARE, "timeout": 3}))
+    assert_zero(verifier.verify(code, {**SQUARE, "timeout": 3}))
     # the next check starts on an empty /tmp: nothing of the last one survived
     listing = {"asserts": ["assert listing() == []"]}
     assert verifier.verify("import os\ndef listing():\n    return os.listdir('.')\n", listing).passed
@@ -335,7 +319,7 @@ def test_writing_outside_the_work_dir(verifier, tmp_path):
             "            wrote += 1\n"
             "        except OSError:\n            pass\n"
             "    return x * x if wrote else None\n")
-    _zero(verifier.verify(code, SQUARE))
+    assert_zero(verifier.verify(code, SQUARE))
     for path in targets + [f"/tmp/{marker}"]:
         assert not os.path.exists(path), f"{path} appeared on the host"
 
@@ -363,7 +347,7 @@ def test_network_access(verifier):
             "        except OSError:\n            pass\n"
             "    return None\n")
     try:
-        _zero(verifier.verify(code, SQUARE))
+        assert_zero(verifier.verify(code, SQUARE))
         for listener in (server, abstract):
             with pytest.raises(BlockingIOError):
                 listener.accept()  # nobody ever connected
@@ -383,7 +367,7 @@ def test_daemon_that_outlives_the_check(verifier):
             "        os._exit(0)\n"
             "    time.sleep(0.3)\n"
             "    return None\n")
-    _zero(verifier.verify(code, SQUARE))
+    assert_zero(verifier.verify(code, SQUARE))
     assert _processes_with(marker) == []
     _only_the_zygote_left(verifier)
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from code_containment import leftover_processes, pids_limited, zygote_pid
+from code_containment import (assert_zero, leftover_processes,  # noqa: F401 (fixtures)
+                              verifier, wall, zygote_pid)
 from rlvr.verifiers.code import CodeVerifier, sandbox
 
 SQUARE = {"prompt": "def square(x):\n    \"\"\"x times x\"\"\"\n",
@@ -28,23 +29,6 @@ SQUARE_ASSERTS = {"asserts": ["assert square(3) == 9", "assert square(-2) == 4"]
 HONEST = "def square(x):\n    return x * x\n"
 ROOT = os.geteuid() == 0
 X86 = platform.machine() == "x86_64"
-
-
-@pytest.fixture(scope="module")
-def wall():
-    with pids_limited() as description:
-        yield description
-
-
-@pytest.fixture(scope="module")
-def verifier(wall):
-    v = CodeVerifier()
-    yield v
-    v.close()
-
-
-def _zero(verdict) -> None:
-    assert verdict.score == 0.0 and not verdict.passed, verdict
 
 
 def _sandbox_intact(v: CodeVerifier) -> None:
@@ -82,7 +66,7 @@ FLOODS = {
 @pytest.mark.parametrize("flood", list(FLOODS))
 def test_flooding_the_channel_scores_zero_for_the_candidate(verifier, flood, reference):
     verdict = verifier.verify(_flood(FLOODS[flood]), reference)
-    _zero(verdict)
+    assert_zero(verdict)
     assert verdict.reason == "candidate_crashed", verdict  # never invalid_reference
     assert "protocol violation" in verdict.details["error"]
     _sandbox_intact(verifier)
@@ -361,7 +345,7 @@ def test_masked_package_dirs_are_read_only(verifier):
             "        except OSError:\n            pass\n"
             "        if not os.statvfs(d).f_flag & os.ST_RDONLY:\n            wrote += 1\n"
             "    return x * x if wrote else None\n")
-    _zero(verifier.verify(code, SQUARE))
+    assert_zero(verifier.verify(code, SQUARE))
     for d in dirs:
         assert not (Path(d) / "hoard").exists()
 
@@ -390,7 +374,7 @@ def test_memory_cap_for_the_whole_check(verifier):
     if not verifier.memory_cap.startswith("cgroup"):
         pytest.skip(f"no memory cgroup here: {verifier.memory_cap}")
     verdict = verifier.verify(_HOARDERS, {**SQUARE, "timeout": 10})
-    _zero(verdict)
+    assert_zero(verdict)
     peak = verifier._zygote.memory.peak_mb()
     assert peak is not None and peak <= verifier._zygote.memory.limit_mb + 1, peak
     _sandbox_intact(verifier)
@@ -473,7 +457,7 @@ def test_no_host_identity_or_key_usage_is_visible(verifier):
             "        try:\n            leaks.append(bool(open(path).read()))\n"
             "        except OSError:\n            pass\n"
             "    return x * x if any(leaks) else None\n")
-    _zero(verifier.verify(code, SQUARE))
+    assert_zero(verifier.verify(code, SQUARE))
     assert _probe(verifier, "def probe():\n    return [socket.gethostname()]\n") == ["sandbox"]
 
 
