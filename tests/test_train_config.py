@@ -131,3 +131,17 @@ def test_help_lists_every_registered_name():
     for field, names in (("advantage", ADVANTAGES), ("policy_loss", POLICY_LOSSES),
                          ("aggregation", AGGREGATIONS), ("kl_estimator", KL_ESTIMATORS)):
         assert all(name in lines[f"algorithm.{field}"] for name in names), field
+
+
+def test_an_old_config_with_flat_clip_fields_still_loads(tmp_path):
+    """Run directories written before losses took their own options (issue 16) saved
+    algorithm.eps_low/eps_high/dual_clip; they load as the loss's options, so those
+    runs still resume with the clip they trained with."""
+    from rlvr.config import load_config
+
+    old = tmp_path / "config.yaml"
+    old.write_text("algorithm:\n  policy_loss: ppo_clip\n  eps_low: 0.2\n  eps_high: 0.28\n"
+                   "  dual_clip: null\n")
+    cfg = load_config(TrainConfig, old)
+    assert cfg.algorithm.policy_loss.name == "ppo_clip"
+    assert dict(cfg.algorithm.policy_loss.options) == {"eps_low": 0.2, "eps_high": 0.28}

@@ -61,6 +61,9 @@ def load_config(schema: type[T], path: str | Path | None = None,
     """An instance of `schema` from defaults, then the YAML at `path`, then `overrides`
     (each "a.b.c=value", the value parsed as a YAML scalar/flow value)."""
     data = read_config_data(path, overrides)
+    upgrade = getattr(schema, "upgrade_data", None)
+    if callable(upgrade):
+        data = upgrade(data)  # fields an older version wrote, in today's form
     profile = getattr(schema, "profile_defaults", None)
     if callable(profile):
         data = _merge(profile(data), data)  # what the user wrote wins over the profile

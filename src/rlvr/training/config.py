@@ -314,6 +314,25 @@ class TrainConfig:
     update: UpdateConfig = _doc("the update's forward", default_factory=UpdateConfig)
 
     @staticmethod
+    def upgrade_data(data: dict[str, Any]) -> dict[str, Any]:
+        """The loader's hook for configs written by older versions (a run directory's
+        config.yaml, so old runs still resume): `algorithm.eps_low/eps_high/dual_clip`
+        were handed to every policy loss; they are now the loss's own options."""
+        algorithm = data.get("algorithm")
+        legacy = [k for k in ("eps_low", "eps_high", "dual_clip")
+                  if isinstance(algorithm, dict) and k in algorithm]
+        if not legacy:
+            return data
+        algorithm = dict(algorithm)
+        loss = algorithm.get("policy_loss", "ppo_clip")
+        loss = {"name": loss} if isinstance(loss, str) else dict(loss)
+        for key in legacy:
+            value = algorithm.pop(key)
+            if value is not None:
+                loss.setdefault(key, value)
+        return {**data, "algorithm": {**algorithm, "policy_loss": loss}}
+
+    @staticmethod
     def profile_defaults(data: dict[str, Any]) -> dict[str, Any]:
         """The loader's hook: defaults of the profile that `data` (what the user wrote)
         selects, for the fields it leaves unset (rlvr.training.profile)."""
