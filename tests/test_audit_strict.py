@@ -203,3 +203,17 @@ def test_a_text_ending_on_its_value_states_an_answer():
     assert strict_recheck("math", "84 + 3 equals 87.", "87", prompt) is None
     assert strict_recheck("math", "84 + 3 equals 88.", "87", prompt).startswith("wrong_value")
     assert strict_recheck("math", "84 + 3", "87", prompt).startswith("no_answer")
+
+
+@pytest.mark.parametrize("completion,reference,prompt", [
+    ("8", "8", "What is 26 - 18?"),  # the whole reply is the value
+    ("8 * 2 = 16\n\nThis answer is correct, 8 * 2 equals 16.", "16", "What is 8 * 2?"),
+])
+def test_honest_answers_from_the_red_team_run_are_clean(completion, reference, prompt):
+    """Two passed attempts of bench_redteam's run after the fix that the strict reader
+    had flagged: a reply that is only the value, and "answer is correct" (a marker that
+    opens with a word states no value; the closing "equals 16." does)."""
+    assert strict_recheck("math", completion, reference, prompt) is None
+    # and the same shapes with a wrong or unevaluated value are still caught
+    assert strict_recheck("math", "9", reference if reference != "9" else "8", prompt)
+    assert strict_recheck("math", "Answer: 8 * 2", "16", "What is 8 * 2?")

@@ -106,15 +106,29 @@ def closing_value(completion: str) -> Statement | None:
     return Statement(match.group("value"), match.start("value"), match.end("value"), "closing")
 
 
+# A completion that is nothing but a number ("8", "$-3.5$.").
+_ONLY_VALUE = re.compile(r"\s*\$?(?P<value>[-+]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?)\$?\.?\s*")
+# "This answer is correct, ...": a marker followed by a word states no value.
+_OPENS_WITH_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
 def final_answer(completion: str) -> Statement | None:
     """What a strict reader takes as the answer: the last box, else the last marker
-    statement, else a value the text ends on ("... equals 87."), else None (a bare
-    number somewhere in the text is not a stated answer)."""
+    statement that opens with a value or math (not "answer is correct"), else a value
+    the text ends on ("... equals 87."), else the whole text when it is only a number;
+    else None (a bare number somewhere in the text is not a stated answer)."""
     found = boxes(completion)
     if found:
         return found[-1]
-    markers = marker_statements(completion)
-    return markers[-1] if markers else closing_value(completion)
+    markers = [m for m in marker_statements(completion) if not _OPENS_WITH_WORD.match(m.text)]
+    if markers:
+        return markers[-1]
+    closing = closing_value(completion)
+    if closing is not None:
+        return closing
+    only = _ONLY_VALUE.fullmatch(completion)
+    return Statement(only.group("value"), only.start("value"), only.end("value"), "whole") \
+        if only else None
 
 
 def statements_after(completion: str, position: int) -> list[Statement]:
