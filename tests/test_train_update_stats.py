@@ -64,7 +64,8 @@ def test_every_metrics_line_has_the_same_keys(tmp_path, monkeypatch):
     same update statistics (the length reward adds its component, reward/length)."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent),
                                                       os.environ.get("PYTHONPATH", "")]))
-    common = ("steps=2", "sft.steps=0", "algorithm.minibatches=2")
+    # audit every 2 of 3 steps: the audit's count is logged on the steps between too
+    common = ("steps=3", "sft.steps=0", "algorithm.minibatches=2", "audit_every=2")
     train(tiny_config(*common, "reward.verifier=exact"), tmp_path / "idle")
     train(tiny_config(*common, "reward.verifier=train_helpers:LengthVerifier"),
           tmp_path / "some")
@@ -73,6 +74,7 @@ def test_every_metrics_line_has_the_same_keys(tmp_path, monkeypatch):
     assert some[0] - idle[0] == {"reward/length"} and idle[0] <= some[0]
     assert {"entropy", "clip_frac", "ratio_mean", "approx_kl"} <= some[0]
     assert "kl" not in some[0]  # no reference model at kl_beta = 0
+    assert {"update/path", "audit/warnings"} <= idle[0]
 
 
 @pytest.mark.parametrize("extra", [[], ["algorithm.kl_beta=0.1"]])

@@ -24,8 +24,9 @@ class LiveAudit:
 
     def observe(self, step: int, rollouts: list[dict[str, Any]],
                 metrics: dict[str, Any] | None = None) -> list[str]:
-        """Tally this step's attempts; on audit steps return the warning lines (and put
-        their number in metrics["audit/warnings"])."""
+        """Tally this step's attempts; on audit steps return the warning lines. Their
+        number goes in metrics["audit/warnings"] on every step (0 between audit steps),
+        so every metrics line of a run has the same keys."""
         if self.every <= 0:
             return []
         _, passed = tally_attempts(self.verifier, rollouts, self.tallies)
@@ -33,9 +34,7 @@ class LiveAudit:
             for code in codes:
                 self.examples[code] = attempt
             self.examples.setdefault(f"form:{form}", attempt)
-        if step % self.every:
-            return []
-        lines = self.warnings(step)
+        lines = [] if step % self.every else self.warnings(step)
         if metrics is not None:
             metrics["audit/warnings"] = len(lines)
         return lines
