@@ -317,9 +317,10 @@ def rollout_lines(step: int, groups: Groups, rewards: torch.Tensor,
     lines = []
     for p, (record, completions, verdicts) in enumerate(zip(groups.records, groups.completions,
                                                             groups.verdicts)):
+        prompt = prompt_text(record)
         for g, (c, v) in enumerate(zip(completions, verdicts)):
             lines.append({"step": step, "prompt_id": record.id, "sample": g,
-                          "prompt": prompt_text(record), "reference": record.reference,
+                          "prompt": prompt, "reference": record.reference,
                           "completion": c.text, "finish_reason": c.finish_reason,
                           "length": len(c.token_ids), "verdict": v.to_dict(),
                           "reward": float(rewards[p, g]), "advantage": float(advantages[p, g])})

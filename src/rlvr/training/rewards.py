@@ -20,14 +20,15 @@ def verify_groups(pool: VerifierPool, records: Sequence[TaskRecord],
                   options: dict[str, Any] | None = None) -> list[list[Verdict]]:
     """One verdict per completion, same [P][G] nesting; `verifier` (with `options`)
     overrides the records' own verifier and options."""
-    def case(record: TaskRecord, text: str) -> Case:
-        if verifier:
-            return Case(verifier, text, record.reference, dict(options or {}),
-                        prompt=prompt_text(record))
-        return Case(record.verifier, text, record.reference, dict(record.options),
-                    prompt=prompt_text(record))
+    def case(record: TaskRecord, text: str, prompt: str) -> Case:
+        name, chosen = (verifier, options or {}) if verifier else (record.verifier,
+                                                                  record.options)
+        return Case(name, text, record.reference, dict(chosen), prompt=prompt)
 
-    cases = [case(record, c.text) for record, group in zip(records, groups) for c in group]
+    cases = []
+    for record, group in zip(records, groups):
+        prompt = prompt_text(record)  # the task text, once per group
+        cases.extend(case(record, c.text, prompt) for c in group)
     flat = pool.verify(cases)
     size = len(groups[0]) if groups else 0
     return [flat[i * size:(i + 1) * size] for i in range(len(groups))]

@@ -130,11 +130,17 @@ def gold_value_kind(shape: Shape) -> str | None:
     return None if parsed is None or _undone_rational_step(parsed.tree) else "irrational"
 
 
+def _value_side(answer: Shape) -> Shape:
+    """`x = 450` is judged by its right side; any other shape as it is."""
+    if answer.kind == "relation" and answer.parts[1].kind == "expr":
+        return answer.parts[1]
+    return answer
+
+
 def in_value_form(answer: Shape, gold_kind: str) -> bool:
     """The answer (shape of the normalised answer) is a value in final form for a gold
     of `gold_kind` (see the module docstring). `x = 450` is judged by its right side."""
-    if answer.kind == "relation" and answer.parts[1].kind == "expr":
-        answer = answer.parts[1]
+    answer = _value_side(answer)
     if answer.kind != "expr":
         return True  # a set, tuple, text, ...: not a value, and the comparison says so
     if is_rational_literal(answer.text):
@@ -150,7 +156,6 @@ def names_a_number(answer: Shape) -> bool:
     written as an expression (`6 * 75`, `9^{9^9}`) or equals the gold (`\\sin^2x+\\cos^2x`
     for 1, decided by the caller); other text the grammar reads as symbols ("ANSWER")
     is just wrong, and text it cannot read is unparseable."""
-    if answer.kind == "relation" and answer.parts[1].kind == "expr":
-        answer = answer.parts[1]
+    answer = _value_side(answer)
     parsed = parse_expression(answer.text) if answer.kind == "expr" else None
     return parsed is not None and not parsed.tree.free_symbols

@@ -78,14 +78,9 @@ def _or_means(gold: Shape) -> str:
     return "union" if gold.kind == "union" else ""
 
 
-def _gold_text(reference: Any) -> str:
-    """The gold as a string, read the way datasets write it (reference.py)."""
-    return gold_text(reference)
-
-
 def _read_gold(reference: Any) -> tuple[Normalized, Shape]:
     # "or" in a gold lists its answers (`x = 2 \text{ or } x = 3`): a multi-valued gold
-    normalized, shape = _read(_gold_text(reference), or_means="list")
+    normalized, shape = _read(gold_text(reference), or_means="list")
     if shape.kind == "empty":
         raise InvalidReference(f"math: reference {str(reference)[:100]!r} has no answer in it")
     return normalized, shape
