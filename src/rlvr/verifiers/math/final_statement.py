@@ -10,7 +10,8 @@ people and datasets write it. What may follow the last span is only a few plain 
 ("is the solution.", "is our answer."): no digits, no further math. Every span of that
 sentence is a candidate, so `$2$ or $3$` still reaches the hedging checks as two
 answers, and "is not $5$." as a negation. A plain value counts only right after
-"is"/"are"/"equals" at the very end ("is 19 points."), never a number mid-sentence.
+"is"/"are"/"equals"/"=" at the very end ("is 19 points.", "17 + 5 = 22."), never a
+number mid-sentence.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ _SPAN = re.compile(r"\$\$(?P<display>(?:\\.|[^$\\])+?)\$\$|\$(?P<inline>(?:\\.|[
 _CLOSING = re.compile(r"^[\s,;:)*]*(?:[A-Za-z']+[\s,;:)*]*){0,8}[\s.!*]*$")  # a question is no statement
 # A sentence ends at ". ", "! ", "? " before a capital, or at a blank line.
 _SENTENCE_END = re.compile(r"[.!?]\s+(?=[A-Z])|\n\s*\n")
-_CLOSING_VALUE = re.compile(r"\b(?:is|are|equals|be)\s+(?P<value>[-+]?\d[\d,]*(?:\.\d+)?"
+_CLOSING_VALUE = re.compile(r"(?:\b(?:is|are|equals|be)\s+|=\s*)(?P<value>[-+]?\d[\d,]*(?:\.\d+)?"
                             r"(?:\s*/\s*\d+)?)(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
 MAX_TEXT = 100_000  # characters searched from the end; a completion is shorter
 
