@@ -53,7 +53,6 @@ def test_missing_files_give_empty_curves(tmp_path: Path) -> None:
 
 
 def test_png_with_a_peer(run_dir: Path, tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     peer = load_series(run_dir)
     out = draw_curves(tmp_path / "curve.png", {"rlvr": load_series(run_dir), "trl": peer},
                       title="test")
