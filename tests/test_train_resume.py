@@ -121,7 +121,7 @@ def test_resume_allows_length_and_cadence(saved_run):
     cfg = resume_config(saved_run, ["steps=9", "checkpoint_every=1", "eval_every=3",
                                     "keep_checkpoints=0", "log_rollouts=false",
                                     "audit_every=0", "reward.workers=2"])
-    assert (cfg.steps, cfg.checkpoint_every, cfg.eval_every, cfg.reward.workers) == (9, 1, 3, 2)
+    assert (cfg.steps, cfg.checkpoint_every, cfg.eval.every, cfg.reward.workers) == (9, 1, 3, 2)
     assert cfg.optim == tiny_config().optim  # the rest is the run's own
 
 

@@ -2,6 +2,8 @@
 
     config.yaml      the resolved config
     metrics.jsonl    one JSON object per RL step ({"step": k, ...})
+    evals.jsonl      one JSON object per held-out evaluation ({"step": k, "train_seconds",
+                     "wall_seconds", "greedy/accuracy", ...}; step 0 = before RL)
     rollouts.jsonl   one JSON object per attempt (step, prompt id, prompt text, reference,
                      completion, verdict, reward, advantage): `rlvr audit` re-reads it
     checkpoints/     step-NNNNNN/ dirs (see rlvr.training.checkpoint)
@@ -53,6 +55,7 @@ class RunDir:
         self.path = Path(path)
         self.config = self.path / "config.yaml"
         self.metrics = self.path / "metrics.jsonl"
+        self.evals = self.path / "evals.jsonl"
         self.rollouts = self.path / "rollouts.jsonl"
         self.summary = self.path / "summary.json"
         self.checkpoints = self.path / "checkpoints"
@@ -63,6 +66,12 @@ class RunDir:
 
     def append_metrics(self, record: dict[str, Any]) -> None:
         _append_lines(self.metrics, [record])
+
+    def append_evals(self, record: dict[str, Any]) -> None:
+        _append_lines(self.evals, [record])
+
+    def read_evals(self) -> list[dict[str, Any]]:
+        return _read_lines(self.evals)
 
     def append_rollouts(self, records: Iterable[dict[str, Any]]) -> None:
         _append_lines(self.rollouts, records)
@@ -75,7 +84,7 @@ class RunDir:
 
     def truncate_logs_after(self, step: int) -> None:
         """Drop log lines of steps > `step` (written after the checkpoint we resume from)."""
-        for path in (self.metrics, self.rollouts):
+        for path in (self.metrics, self.evals, self.rollouts):
             if path.exists():
                 kept = [r for r in _read_lines(path) if r.get("step", 0) <= step]
                 atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n"

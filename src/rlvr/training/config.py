@@ -283,6 +283,33 @@ class SFTConfig:
 
 
 @dataclass
+class EvalConfig:
+    """Held-out evaluations during RL, beside the before/after ones (evals.jsonl)."""
+
+    every: int = _doc("evaluate every N RL steps (0 = not by steps)", default=0)
+    every_s: float = _doc("evaluate each time the training clock (wall time less the "
+                          "evaluations) passes a multiple of S seconds, so runs of "
+                          "different speeds compare at the same marks (0 = not by time)",
+                          default=0.0)
+    n: int = _doc("sampled answers per problem for pass@k and maj@k (0 = greedy only)",
+                  default=0)
+    ks: tuple[int, ...] = _doc("the k of pass@k and maj@k (values above n are skipped)",
+                               default=(1,))
+    temperature: float = _doc("sampling temperature of the n answers", default=1.0)
+    sample_size: int = _doc("held-out problems that get the n samples, the first ones "
+                            "(0 = all of data.eval_size); greedy covers them all", default=0)
+
+    def validate(self) -> None:
+        for name in ("every", "every_s", "n", "sample_size"):
+            if getattr(self, name) < 0:
+                raise ConfigError("must be >= 0", name)
+        if any(k < 1 for k in self.ks):
+            raise ConfigError(f"every k must be >= 1, got {list(self.ks)}", "ks")
+        if self.n and self.temperature <= 0:
+            raise ConfigError("sampling n answers needs temperature > 0", "temperature")
+
+
+@dataclass
 class TrainConfig:
     name: str = _doc("run name (the default run dir is runs/NAME-TIMESTAMP)", default="arith")
     profile: Literal["auto", "demo", "real_model"] = _doc(
@@ -294,8 +321,10 @@ class TrainConfig:
     checkpoint_every: int = _doc("save a checkpoint every N steps (0 = only at the end)",
                                  default=25)
     keep_checkpoints: int = _doc("newest checkpoints kept on disk (0 = all)", default=2)
-    eval_every: int = _doc("held-out evaluation every N steps (0 = before/after only)",
-                           default=0)
+    max_seconds: float = _doc("stop RL once the training clock (wall time less the "
+                              "held-out evaluations) reaches S seconds, then evaluate and "
+                              "checkpoint as at the last step (0 = run every step)",
+                              default=0.0)
     log_rollouts: bool = _doc("write every attempt to rollouts.jsonl", default=True)
     audit_every: int = _doc("every N steps, check the last N steps' passed attempts for "
                             "reward-hack patterns (rlvr.audit: answers copied from the "
@@ -312,12 +341,20 @@ class TrainConfig:
     optim: OptimConfig = _doc("optimizer and schedule", default_factory=OptimConfig)
     sft: SFTConfig = _doc("supervised warm-start", default_factory=SFTConfig)
     update: UpdateConfig = _doc("the update's forward", default_factory=UpdateConfig)
+    eval: EvalConfig = _doc("held-out evaluations during RL (before/after always run "
+                            "when there is held-out data)", default_factory=EvalConfig)
 
     @staticmethod
     def upgrade_data(data: dict[str, Any]) -> dict[str, Any]:
         """The loader's hook for configs written by older versions (a run directory's
         config.yaml, so old runs still resume): `algorithm.eps_low/eps_high/dual_clip`
-        were handed to every policy loss; they are now the loss's own options."""
+        were handed to every policy loss; they are now the loss's own options.
+        `eval_every` is now `eval.every`."""
+        if "eval_every" in data:
+            data = dict(data)
+            section = dict(data.get("eval") or {})
+            section["every"] = data.pop("eval_every")
+            data["eval"] = section
         algorithm = data.get("algorithm")
         legacy = [k for k in ("eps_low", "eps_high", "dual_clip")
                   if isinstance(algorithm, dict) and k in algorithm]
@@ -343,6 +380,8 @@ class TrainConfig:
     def validate(self) -> None:
         if self.steps < 0:
             raise ConfigError("must be >= 0", "steps")
+        if self.max_seconds < 0:
+            raise ConfigError("must be >= 0 (0 = no limit)", "max_seconds")
         if self.audit_every < 0:
             raise ConfigError("must be >= 0 (0 = off)", "audit_every")
         if self.sampling.prompts_per_step % self.algorithm.minibatches:

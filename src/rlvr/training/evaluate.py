@@ -1,31 +1,87 @@
-"""Held-out accuracy with greedy decoding (the before/after numbers of a run), computed
-by rlvr.evaluation — the same code `rlvr eval` runs."""
+"""The trainer's held-out evaluations: greedy accuracy over the held-out set (the
+before/after numbers of a run) and, when `eval.n` is set, pass@k / maj@k from sampled
+answers, computed by rlvr.evaluation.held_out — the same code `rlvr eval` and the
+learning benchmark's peer use — and when they are due (EvalSchedule)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import math
+import time
+from typing import Any, Callable, Sequence
 
 from rlvr.data.prompts import PromptRenderer
 from rlvr.data.records import TaskRecord
-from rlvr.evaluation.runner import EvalSettings, evaluate_records
+from rlvr.evaluation.held_out import EvalPlan, run_held_out
 from rlvr.rollout.base import RolloutEngine
+from rlvr.runs import RunDir
+from rlvr.training.clock import TrainingClock
+from rlvr.training.config import TrainConfig
 from rlvr.verifiers.pool import VerifierPool
 
 
+def eval_plan(cfg: TrainConfig) -> EvalPlan:
+    """The run's evaluation: its generation budget and stop strings, its eval section."""
+    e = cfg.eval
+    return EvalPlan(max_new_tokens=cfg.sampling.max_new_tokens, stop=tuple(cfg.sampling.stop),
+                    n=e.n, ks=tuple(e.ks), temperature=e.temperature,
+                    sample_size=e.sample_size, seed=cfg.seed)
+
+
 def evaluate(engine: RolloutEngine, renderer: PromptRenderer, pool: VerifierPool,
-             records: Sequence[TaskRecord], max_new_tokens: int, stop: Sequence[str] = (),
-             verifier: str = "", options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """{"accuracy", "score", "n", "examples": first few (prompt id, completion, passed)}.
-    A non-empty `verifier` grades every record with it and `options`, as the training
-    rewards are (rlvr.training.rewards.verify_groups)."""
+             records: Sequence[TaskRecord], max_new_tokens: int = 0, stop: Sequence[str] = (),
+             verifier: str = "", options: dict[str, Any] | None = None,
+             plan: EvalPlan | None = None) -> dict[str, Any]:
+    """{"accuracy", "score", "n", "examples": first few (prompt id, completion, passed),
+    "row": every number (rlvr.evaluation.held_out)}; {} without records. `plan` (else
+    greedy only, `max_new_tokens`, `stop`) says what runs. A non-empty `verifier` grades
+    every record with it and `options`, as the training rewards are
+    (rlvr.training.rewards.verify_groups)."""
     if not records:
         return {}
-    # one generate call for the whole held-out set, as the rollouts are batched
-    settings = EvalSettings(greedy=True, max_new_tokens=max_new_tokens, stop=tuple(stop),
-                            batch_size=len(records))
-    result = evaluate_records(engine, records, renderer.render, settings, pool, verifier,
-                              options)
+    plan = plan or EvalPlan(max_new_tokens=max_new_tokens, stop=tuple(stop))
+    result = run_held_out(engine, renderer.render, pool, records, plan, verifier, options)
     examples = [{"id": a.record_id, "completion": a.completion, "passed": a.verdict.passed}
-                for a in result.attempts[:5]]
-    return {"accuracy": result.metrics["greedy/accuracy"],
-            "score": result.metrics["greedy/score"], "n": len(records), "examples": examples}
+                for a in result.greedy[:5]]
+    return {"accuracy": result.row["greedy/accuracy"], "score": result.row["greedy/score"],
+            "n": len(records), "examples": examples, "row": result.row,
+            "seconds": result.seconds}
+
+
+class EvalSchedule:
+    """When a held-out evaluation is due after an RL step: every `every` steps, and each
+    time the training clock passes a multiple of `every_s` seconds (one evaluation even
+    when a long step passes several marks). Marks already passed before a resume are
+    not evaluated again."""
+
+    def __init__(self, every: int, every_s: float, clock_seconds: float = 0.0) -> None:
+        self.every, self.every_s = every, every_s
+        self.marks_done = self._marks(clock_seconds)
+
+    def _marks(self, seconds: float) -> int:
+        return math.floor(seconds / self.every_s) if self.every_s > 0 else 0
+
+    def due(self, step: int, clock_seconds: float) -> bool:
+        by_steps = self.every > 0 and step % self.every == 0
+        marks = self._marks(clock_seconds)
+        by_time = marks > self.marks_done
+        self.marks_done = max(self.marks_done, marks)
+        return by_steps or by_time
+
+
+class HeldOutLog:
+    """Runs a held-out evaluation with the training clock paused and appends its row to
+    the run's evals.jsonl: {"step", "train_seconds", "wall_seconds", **row}."""
+
+    def __init__(self, evaluate_now: Callable[[], dict[str, Any]], run: RunDir,
+                 clock: TrainingClock, wall_origin: float) -> None:
+        self.evaluate_now, self.run, self.clock = evaluate_now, run, clock
+        self.wall_origin = wall_origin  # perf_counter at wall second 0 (moved on resume)
+
+    def __call__(self, step: int) -> dict[str, Any]:
+        with self.clock.paused():
+            result = self.evaluate_now()
+        if result:
+            self.run.append_evals({"step": step, "train_seconds": self.clock.seconds(),
+                                   "wall_seconds": time.perf_counter() - self.wall_origin,
+                                   **result["row"], "eval_seconds": result.pop("seconds")})
+        return result

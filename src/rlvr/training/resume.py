@@ -21,7 +21,16 @@ RESUMABLE_FIELDS: dict[str, str] = {
              "and data come from (seed, step), not from the planned length",
     "checkpoint_every": "when checkpoints are written",
     "keep_checkpoints": "how many checkpoints stay on disk",
-    "eval_every": "held-out evaluation is greedy and changes no weights",
+    "max_seconds": "when RL stops, like steps: no step's samples depend on it",
+    "eval.every": "held-out evaluations change no weights and draw from their own seeds",
+    "eval.every_s": "held-out evaluations change no weights and draw from their own seeds",
+    "eval.n": "held-out evaluations change no weights and draw from their own seeds",
+    "eval.ks": "held-out evaluations change no weights and draw from their own seeds",
+    "eval.temperature": "held-out evaluations change no weights and draw from their own "
+                        "seeds",
+    "eval.sample_size": "held-out evaluations change no weights and draw from their own "
+                        "seeds",
+    "eval_every": "the older name of eval.every",
     "log_rollouts": "what is written to rollouts.jsonl",
     "audit_every": "the live reward-hack audit only warns",
     "reward.workers": "verifier processes grade the same cases the same way",

@@ -31,7 +31,8 @@ from rlvr.training.batch import choose_update_path
 from rlvr.training.checkpoint import (checkpoint_step, latest_checkpoint, load_trainer_state,
                                       save_checkpoint)
 from rlvr.training.config import TrainConfig
-from rlvr.training.evaluate import evaluate
+from rlvr.training.clock import TrainingClock
+from rlvr.training.evaluate import EvalSchedule, HeldOutLog, eval_plan, evaluate
 from rlvr.training.loop import Trainer, rl_step
 from rlvr.training.memory import retain_freed_memory
 from rlvr.training.optim import allocate_state, build_optimizer, build_scheduler
@@ -76,12 +77,14 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     verifiers = {cfg.reward.verifier} if cfg.reward.verifier else {r.verifier for r in train_records}
     with VerifierPool(workers=cfg.reward.workers or None, timeout_s=cfg.reward.timeout_s,
                       preload=sorted(verifiers)) as pool:
+        plan = eval_plan(cfg)
         evaluate_now = lambda: evaluate(engine, renderer, pool, held_out,  # noqa: E731
-                                        cfg.sampling.max_new_tokens, cfg.sampling.stop,
-                                        cfg.reward.verifier, cfg.reward.options)
+                                        verifier=cfg.reward.verifier,
+                                        options=cfg.reward.options, plan=plan)
+        log_eval = HeldOutLog(evaluate_now, run, TrainingClock(), wall_origin=started)
         state: dict[str, Any] = {"elapsed": 0.0}
         if checkpoint is None:
-            state = _warm_start(cfg, model, tokenizer, renderer, train_records, evaluate_now,
+            state = _warm_start(cfg, model, tokenizer, renderer, train_records, log_eval,
                                 progress)
             state["elapsed"] = time.perf_counter() - started
         trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run)
@@ -102,7 +105,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         gc.collect()
         gc.freeze()
         try:
-            summary = _rl_steps(trainer, run, state, evaluate_now, progress)
+            summary = _rl_steps(trainer, run, state, log_eval, progress)
         finally:
             gc.unfreeze()  # train() may be called again in this process (tests, notebooks)
     summary["wall_seconds"] = state["elapsed"]
@@ -134,14 +137,14 @@ def _finished_steps(run: RunDir) -> int | None:
 
 
 def _warm_start(cfg: TrainConfig, model: Any, tokenizer: Any, renderer: Any, records: list,
-                evaluate_now: Any, progress: Progress) -> dict[str, Any]:
+                log_eval: HeldOutLog, progress: Progress) -> dict[str, Any]:
     """SFT (if configured) and the "before" evaluation of a fresh run."""
     state: dict[str, Any] = {}
     if cfg.sft.steps > 0:
         progress.message(f"supervised warm-start: {cfg.sft.steps} steps")
         state["sft"] = supervised_warmstart(model, tokenizer, renderer, records, cfg.sft,
                                             cfg.seed + cfg.sft.seed_offset, progress.message)
-    state["eval_before"] = evaluate_now()
+    state["eval_before"] = log_eval(0)
     if state["eval_before"]:
         progress.message(f"held-out accuracy before RL: {state['eval_before']['accuracy']:.3f}")
     return state
@@ -175,37 +178,54 @@ def _reference_model(cfg: TrainConfig, model: Any, tokenizer: Any, run: RunDir) 
 
 
 def _checkpoint(t: Trainer, run: RunDir, step: int, state: dict[str, Any]) -> None:
-    keep = {k: v for k, v in state.items() if k in ("sft", "eval_before", "elapsed")}
+    keep = {k: v for k, v in state.items()
+            if k in ("sft", "eval_before", "elapsed", "train_seconds")}
     save_checkpoint(run.checkpoints, step, t.model, t.tokenizer, t.optimizer, t.scheduler,
                     {**keep, "data": t.order.state_dict()}, t.cfg.keep_checkpoints)
 
 
-def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], evaluate_now: Any,
+def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutLog,
               progress: Progress) -> dict[str, Any]:
     cfg = t.cfg
     first = int(state.get("step", 0)) + 1
+    # `elapsed` counts wall time across interruptions, `train_seconds` the training clock
+    # (evaluations paused out): the checkpoint's, plus this session's.
     began = time.perf_counter() - state.get("elapsed", 0.0)
-    last: dict[str, Any] = {}
+    clock = TrainingClock(state.get("train_seconds", 0.0))
+    log_eval.clock, log_eval.wall_origin = clock, began
+    if cfg.max_seconds and clock.seconds() >= cfg.max_seconds and first > 1:
+        raise ResumeError(f"{run.path}: the run already spent its max_seconds="
+                          f"{cfg.max_seconds:g} training seconds; give a larger max_seconds")
+    schedule = EvalSchedule(cfg.eval.every, cfg.eval.every_s, clock.seconds())
     audit = LiveAudit(cfg.audit_every, cfg.reward.verifier or cfg.data.default_verifier)
-    # `elapsed` counts wall time across interruptions: the checkpoint's, plus this session's.
+    last: dict[str, Any] = {}
+    step = first - 1
+    clock.start()
     for step in range(first, cfg.steps + 1):
         metrics, rollouts = rl_step(t, step)
-        if cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.steps:
-            metrics["eval/accuracy"] = evaluate_now().get("accuracy", float("nan"))
+        out_of_time = bool(cfg.max_seconds) and clock.seconds() >= cfg.max_seconds
+        final = step == cfg.steps or out_of_time
+        metrics["time/train_seconds"] = clock.seconds()
+        if not final and schedule.due(step, clock.seconds()):
+            metrics["eval/accuracy"] = log_eval(step).get("accuracy", float("nan"))
         for warning in audit.observe(step, rollouts, metrics):
             progress.message(warning)
         run.append_metrics(metrics)
         run.append_rollouts(rollouts)
         progress.step(metrics)
         last = metrics
-        if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
-            _checkpoint(t, run, step, {**state, "elapsed": time.perf_counter() - began})
-    after = evaluate_now()
-    state["elapsed"] = time.perf_counter() - began
-    _checkpoint(t, run, cfg.steps, state)
+        if final:
+            break
+        if cfg.checkpoint_every and step % cfg.checkpoint_every == 0:
+            _checkpoint(t, run, step, {**state, "elapsed": time.perf_counter() - began,
+                                       "train_seconds": clock.seconds()})
+    if step < cfg.steps:
+        progress.message(f"max_seconds={cfg.max_seconds:g} reached after step {step}")
+    after = log_eval(step)
+    state.update(elapsed=time.perf_counter() - began, train_seconds=clock.seconds())
+    _checkpoint(t, run, step, state)
     return {"eval": {"before": state.get("eval_before", {}), "after": after},
-            "steps": cfg.steps, "sft": state.get("sft", {"steps": 0}),
+            "steps": step, "planned_steps": cfg.steps,
+            "train_seconds": state["train_seconds"], "sft": state.get("sft", {"steps": 0}),
             "final_metrics": last,
             "checkpoint": str(latest_checkpoint(run.checkpoints))}
-
-
