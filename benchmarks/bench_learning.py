@@ -24,12 +24,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -44,29 +43,6 @@ Evals = Sequence[dict[str, Any]]
 
 
 # --- pure parts (tests/test_bench_learning.py) ---------------------------------------
-
-@dataclass
-class EvalSchedule:
-    """When a training clock calls for an evaluation: each time it passes a multiple of
-    `every_s` (0: never), once however many multiples one step spans; `max_seconds`
-    (0: no budget) ends training."""
-
-    every_s: float
-    max_seconds: float
-    next_mark: float = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.next_mark = self.every_s if self.every_s > 0 else math.inf
-
-    def over_budget(self, seconds: float) -> bool:
-        return self.max_seconds > 0 and seconds >= self.max_seconds
-
-    def mark_due(self, seconds: float) -> bool:
-        if seconds < self.next_mark:
-            return False
-        self.next_mark = (math.floor(seconds / self.every_s) + 1) * self.every_s
-        return True
-
 
 def accuracy(row: dict[str, Any]) -> float:
     return float(row["greedy/accuracy"])
@@ -107,19 +83,24 @@ def versus_line(rlvr: Evals, trl: Evals, budget_s: float) -> str:
 
 
 def mark_table(sides: dict[str, Evals], every_s: float, budget_s: float) -> list[str]:
-    """Held-out greedy accuracy of each side at step 0, at each mark within the budget,
-    and at the end: 'accuracy (step, train seconds)'."""
-    ends = [e[-1]["train_seconds"] for e in sides.values()]
-    horizon = budget_s if budget_s > 0 else max(ends)
+    """Held-out greedy accuracy of each side at step 0, at each mark until the budget or
+    the last evaluation, whichever is first, and at the end: 'accuracy (step, train
+    seconds)'. Marks in a row that pick the same evaluations (a long step passed them
+    all, or one side evaluated less often) share one line, labelled by the last."""
+    last = max(e[-1]["train_seconds"] for e in sides.values())
+    horizon = min(budget_s, last) if budget_s > 0 else last
     marks = [every_s * k for k in range(1, int(horizon // every_s) + 1)] if every_s > 0 else []
+    rows = [("before", [e[0] for e in sides.values()])]
+    for mark in marks:
+        picked = [at_mark(e, mark) for e in sides.values()]
+        if len(rows) > 1 and picked == rows[-1][1]:
+            rows.pop()
+        rows.append((f"{mark:.0f} s", picked))
+    rows.append(("end", [e[-1] for e in sides.values()]))
     lines = ["mark      " + "".join(f"{name:>24}" for name in sides)]
-    rows = [("before", lambda e: e[0])] + [(f"{m:.0f} s", lambda e, m=m: at_mark(e, m))
-                                           for m in marks] + [("end", lambda e: e[-1])]
-    for label, pick in rows:
-        cells = []
-        for evals in sides.values():
-            row = pick(evals)
-            cells.append(f"{accuracy(row):.3f} ({row['step']:>4}, {row['train_seconds']:6.0f} s)")
+    for label, picked in rows:
+        cells = [f"{accuracy(r):.3f} ({r['step']:>4}, {r['train_seconds']:6.0f} s)"
+                 for r in picked]
         lines.append(f"{label:<10}" + "".join(f"{c:>24}" for c in cells))
     return lines
 

@@ -24,14 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import resource
 import sys
 import time
 from pathlib import Path
 from typing import Any
-
-STARTED = time.perf_counter()
 
 # rlvr's loss aggregation -> TRL's loss_type; rlvr's advantage -> TRL's scale_rewards
 LOSS_TYPES = {"token_mean": "dapo", "sequence_mean": "grpo", "constant": "dr_grpo"}
@@ -144,6 +141,7 @@ def run(cfg: Any, out: Path) -> dict[str, Any]:
     from rlvr.verifiers.pool import VerifierPool
     from bench_learning_trl_clock import EvalClock
 
+    started = time.perf_counter()  # wall second 0, as rlvr's train() counts it
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.model.threads if cfg.model.threads > 0 else every_core())
     model_dir = resolve_model(cfg.model.path)
@@ -159,14 +157,14 @@ def run(cfg: Any, out: Path) -> dict[str, Any]:
     with VerifierPool(workers=cfg.reward.workers or None, timeout_s=cfg.reward.timeout_s,
                       preload=[verifier]) as pool:
         reward = ProblemPromptReward(reward_func(verifier, options=options, pool=pool))
-        clock = EvalClock(cfg, out, tokenizer, renderer, pool, held_out, STARTED)
+        clock = EvalClock(cfg, out, tokenizer, renderer, pool, held_out, started)
         trainer = GRPOTrainer(model=model, reward_funcs=reward, args=GRPOConfig(**settings),
                               train_dataset=Dataset.from_list(rows),
                               processing_class=tokenizer, callbacks=[clock])
         trainer.train()
     return {"side": "trl", "model": str(model_dir), "steps": clock.last_step,
-            "train_seconds": clock.train_seconds(), "step_seconds": clock.step_seconds,
-            "wall_seconds": time.perf_counter() - STARTED,
+            "train_seconds": clock.clock.seconds(), "step_seconds": clock.step_seconds,
+            "wall_seconds": time.perf_counter() - started,
             "settings": {k: v for k, v in settings.items() if k != "output_dir"}}
 
 

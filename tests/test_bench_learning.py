@@ -1,6 +1,6 @@
-"""benchmarks/bench_learning.py without training: the evaluation schedule, the
-time-to-accuracy numbers and the lines it prints, from hand-made evaluation lists; and
-the TRL side's GRPOConfig settings from rlvr configs."""
+"""benchmarks/bench_learning.py without training: the time-to-accuracy numbers and the
+lines it prints, from hand-made evaluation lists; and the TRL side's GRPOConfig settings
+from rlvr configs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from rlvr.training.config import TrainConfig
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-from bench_learning import (EvalSchedule, at_mark, first_reaching, learning_line,  # noqa: E402
+from bench_learning import (at_mark, first_reaching, learning_line,  # noqa: E402
                             mark_table, marks_end, side_overrides, versus_line)
 from bench_learning_trl_side import grpo_settings  # noqa: E402
 
@@ -28,21 +28,6 @@ def evals(*points: tuple[int, float, float]) -> list[dict]:
 
 RLVR = evals((0, 0.0, 0.2), (10, 150.5, 0.3), (20, 301.0, 0.45), (30, 451.6, 0.5))
 TRL = evals((0, 0.0, 0.2), (3, 160.0, 0.25), (9, 452.0, 0.45))
-
-
-def test_schedule_marks_and_budget() -> None:
-    schedule = EvalSchedule(every_s=150, max_seconds=450)
-    assert not schedule.mark_due(149.9)
-    assert schedule.mark_due(151.0)
-    assert not schedule.mark_due(200.0)  # 150's evaluation is done
-    assert schedule.mark_due(460.0)  # one step spanned 300 and 450: one evaluation
-    assert schedule.next_mark == 600.0
-    assert not schedule.over_budget(449.9) and schedule.over_budget(450.0)
-
-
-def test_schedule_without_marks_or_budget() -> None:
-    schedule = EvalSchedule(every_s=0, max_seconds=0)
-    assert not schedule.mark_due(1e9) and not schedule.over_budget(1e9)
 
 
 def test_time_to_accuracy() -> None:
@@ -70,6 +55,15 @@ def test_mark_table_rows() -> None:
     # at 150 s: rlvr's evaluation at 150.5 s (step 10), trl's at 160 s (step 3)
     assert lines[2].split() == ["150", "s", "0.300", "(", "10,", "150", "s)",
                                 "0.250", "(", "3,", "160", "s)"]
+
+
+def test_mark_table_stops_at_the_last_evaluation_and_merges_repeats() -> None:
+    # marks every 50 s, budget 900: the runs ended at 451.6 and 452 s, so no mark past
+    # 450. Marks 50-150 pick the evaluations at 150.5 and 160 s, 200-300 those at 301
+    # and 452 s, 350-450 those at 451.6 and 452 s: one line each, labelled by its last.
+    lines = mark_table({"rlvr": RLVR, "trl": TRL}, every_s=50, budget_s=900)
+    assert [line.split()[0] for line in lines] == ["mark", "before", "150", "300", "450",
+                                                   "end"]
 
 
 def test_flags_override_the_users_overrides() -> None:

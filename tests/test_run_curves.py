@@ -47,6 +47,14 @@ def test_series_follow_the_training_clock(run_dir: Path) -> None:
     assert curves.at_k["pass@10"] == ([0.0, 7.25], [0.6, 0.8])
 
 
+def test_the_training_clock_wins_over_summed_step_times(tmp_path: Path) -> None:
+    write_lines(tmp_path / "metrics.jsonl", [
+        {"step": 1, "time/step": 2.0, "time/train_seconds": 2.5, "reward/mean": 0.5},
+        # a line without the clock falls back to the sum of step times so far
+        {"step": 2, "time/step": 3.0, "reward/mean": 0.75}])
+    assert load_series(tmp_path).reward == ([2.5, 5.0], [0.5, 0.75])
+
+
 def test_missing_files_give_empty_curves(tmp_path: Path) -> None:
     curves = load_series(tmp_path)
     assert curves.reward == ([], []) and curves.accuracy == ([], []) and curves.at_k == {}

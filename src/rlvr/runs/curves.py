@@ -6,10 +6,11 @@ length against wall-clock training seconds, as one PNG.
                                                "trl": load_series("runs/x/trl")})
 
 The x axis is training time, not steps: two trainers whose steps cost different time
-are compared at equal budgets. Training-side points sit at the cumulative `time/step`
-of metrics.jsonl (the step's end); held-out points at the `train_seconds` each
-evals.jsonl line records (the training clock, evaluation pauses excluded), so both
-panels share one clock. matplotlib is optional (`pip install 'rlvr[plot]'`); reading
+are compared at equal budgets. Held-out points sit at the `train_seconds` each
+evals.jsonl line records (the training clock, evaluation pauses excluded); training
+points at the step's `time/train_seconds` in metrics.jsonl (the same clock at the
+step's end), or for lines without it (runs before the clock existed) at the cumulative
+`time/step`, which leaves out what happens between steps (checkpoints, logging). matplotlib is optional (`pip install 'rlvr[plot]'`); reading
 the series needs only the standard library.
 """
 
@@ -21,10 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-# _read_lines: the tolerant JSONL reader of the run files (skips a line cut by a kill)
-from rlvr.runs.rundir import RunDir, _read_lines
+from rlvr.runs.rundir import RunDir
 
-EVALS_FILE = "evals.jsonl"
 # pass@k / maj@k columns of an evals.jsonl line, drawn beside greedy accuracy
 _AT_K = re.compile(r"^(pass|maj)@\d+$")
 
@@ -42,13 +41,15 @@ class CurveSeries:
 
 
 def training_points(metrics: Sequence[Mapping[str, Any]], key: str) -> Points:
-    """(cumulative time/step, metrics[key]) over the steps that logged `key`; every
-    step's time counts towards the clock, logged or not."""
+    """(training seconds at the step's end, metrics[key]) over the steps that logged
+    `key`: the line's time/train_seconds, else the cumulative time/step (every step's
+    time counts, logged or not)."""
     xs, ys, clock = [], [], 0.0
     for line in metrics:
-        clock += float(line.get("time/step", 0.0))
+        clock += float(line.get("time/step") or 0.0)
         if line.get(key) is not None:
-            xs.append(clock)
+            seconds = line.get("time/train_seconds")
+            xs.append(clock if seconds is None else float(seconds))
             ys.append(float(line[key]))
     return xs, ys
 
@@ -74,7 +75,7 @@ def series(metrics: Sequence[Mapping[str, Any]],
 def load_series(run_dir: str | Path) -> CurveSeries:
     """The curves of the run in `run_dir` (missing files: empty curves)."""
     run = RunDir(run_dir)
-    return series(run.read_metrics(), _read_lines(run.path / EVALS_FILE))
+    return series(run.read_metrics(), run.read_evals())
 
 
 def _pyplot() -> Any:
