@@ -224,7 +224,10 @@ def report(cfg: Any, run_dir: Path, rlvr: dict, trl: dict | None,
     results = write_results(cfg, run_dir, rlvr, trl, args)
     print("\n".join(mark_table(sides, cfg.eval.every_s, cfg.max_seconds)))
     ten = {name: at_mark(evals, TEN_MINUTES) for name, evals in sides.items()}
-    print("at 10 min: " + ", ".join(f"{name} {accuracy(row):.3f}" for name, row in ten.items()))
+    print("at 10 min: " + ", ".join(
+        f"{name} {accuracy(row):.3f}" + (f" (ended at {row['train_seconds']:.0f} s)"
+                                         if row["train_seconds"] < TEN_MINUTES else "")
+        for name, row in ten.items()))
     for name, side in (("rlvr", rlvr), ("trl", trl)):
         if side:
             print(f"{name}: peak RSS {side['peak_rss_mb']:.0f} MB, {side['wall_seconds']:.0f} s "
