@@ -8,7 +8,8 @@ import pytest
 
 from rlvr.data.records import TaskRecord
 from rlvr.evaluation.report import format_table, write_results
-from rlvr.evaluation.runner import EvalSettings, evaluate, evaluate_during_training
+from rlvr.evaluation.held_out import EvalPlan, held_out_eval
+from rlvr.evaluation.runner import EvalSettings, evaluate
 from rlvr.verifiers.pool import VerifierPool
 
 from eval_helpers import ScriptedEngine
@@ -60,15 +61,15 @@ def test_evaluate_metrics_attempts_and_results_file(pool, tmp_path):
     assert "pass@2" in table and "level" in table
 
 
-def test_training_hook_returns_prefixed_flat_metrics(pool):
-    metrics = evaluate_during_training(ENGINE, RECORDS[:2], lambda r: f"Q: {r.prompt}",
-                                       EvalSettings(greedy=True), pool=pool)
-    assert metrics["eval/greedy/accuracy"] == 0.5
+def test_training_hook_returns_flat_metrics_with_the_verifier_override(pool):
+    render = lambda r: f"Q: {r.prompt}"  # noqa: E731
+    metrics = held_out_eval(ENGINE, render, pool, RECORDS[:2], EvalPlan(max_new_tokens=8))
+    assert metrics["greedy/accuracy"] == 0.5
     # the trainer's reward.verifier override: the "format" verifier wants
     # <think>..</think><answer>..</answer>, which no scripted answer has
-    overridden = evaluate_during_training(ENGINE, RECORDS[:2], lambda r: f"Q: {r.prompt}",
-                                          EvalSettings(greedy=True), pool=pool, verifier="format")
-    assert overridden["eval/greedy/accuracy"] == 0.0
+    overridden = held_out_eval(ENGINE, render, pool, RECORDS[:2], EvalPlan(max_new_tokens=8),
+                               verifier="format")
+    assert overridden["greedy/accuracy"] == 0.0
     assert all(isinstance(v, float) for v in metrics.values())
 
 

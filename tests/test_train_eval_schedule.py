@@ -122,6 +122,11 @@ def test_run_logs_evals_with_samples_and_stops_at_max_seconds(tmp_path):
         assert row["pass@1"] == pytest.approx(row["sample/accuracy"])
         assert row["wall_seconds"] >= row["train_seconds"]
     assert summary["eval"]["after"]["accuracy"] == evals[1]["greedy/accuracy"]
+    assert "answers" not in summary["eval"]["after"]  # they go to evals/, not the summary
+    answers = _lines(tmp_path / "run" / "evals" / "step-000001.jsonl")
+    assert len(answers) == 4
+    assert sum(a["passed"] for a in answers) / 4 == evals[1]["greedy/accuracy"]
+    assert all(a["prompt"] and a["reference"] for a in answers)
     metrics = _lines(tmp_path / "run" / "metrics.jsonl")
     assert [m["step"] for m in metrics] == [1]
     assert (tmp_path / "run" / "checkpoints" / "step-000001").is_dir()

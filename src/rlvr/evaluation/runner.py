@@ -267,15 +267,3 @@ def evaluate_records(engine: RolloutEngine, records: Sequence[TaskRecord], rende
                    for r in records]
     return evaluate(engine, records, render, settings, pool=pool)
 
-
-def evaluate_during_training(engine: RolloutEngine, records: Sequence[TaskRecord],
-                             render: Renderer, settings: EvalSettings,
-                             pool: VerifierPool | None = None, verifier: str = "",
-                             prefix: str = "eval/", options: dict[str, Any] | None = None,
-                             ) -> dict[str, float]:
-    """The trainer's hook: evaluate the live engine on held-out `records` and return a
-    flat metrics dict ({"eval/greedy/accuracy": ..., "eval/pass@1": ...}) to merge into
-    that step's metrics.jsonl line. Pass the trainer's own VerifierPool to reuse its
-    warm workers."""
-    result = evaluate_records(engine, records, render, settings, pool, verifier, options)
-    return {f"{prefix}{name}": value for name, value in result.metrics.items()}

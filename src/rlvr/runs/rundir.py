@@ -4,6 +4,7 @@
     metrics.jsonl    one JSON object per RL step ({"step": k, ...})
     evals.jsonl      one JSON object per held-out evaluation ({"step": k, "train_seconds",
                      "wall_seconds", "greedy/accuracy", ...}; step 0 = before RL)
+    evals/           step-NNNNNN.jsonl: each held-out evaluation's greedy answers
     rollouts.jsonl   one JSON object per attempt (step, prompt id, prompt text, reference,
                      completion, verdict, reward, advantage): `rlvr audit` re-reads it
     checkpoints/     step-NNNNNN/ dirs (see rlvr.training.checkpoint)
@@ -69,6 +70,12 @@ class RunDir:
 
     def append_evals(self, record: dict[str, Any]) -> None:
         _append_lines(self.evals, [record])
+
+    def write_eval_answers(self, step: int, answers: Iterable[dict[str, Any]]) -> None:
+        directory = self.path / "evals"
+        directory.mkdir(exist_ok=True)
+        atomic_write_text(directory / f"step-{step:06d}.jsonl",
+                          "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in answers))
 
     def read_evals(self) -> list[dict[str, Any]]:
         return _read_lines(self.evals)

@@ -32,7 +32,8 @@ def evaluate(engine: RolloutEngine, renderer: PromptRenderer, pool: VerifierPool
              verifier: str = "", options: dict[str, Any] | None = None,
              plan: EvalPlan | None = None) -> dict[str, Any]:
     """{"accuracy", "score", "n", "examples": first few (prompt id, completion, passed),
-    "row": every number (rlvr.evaluation.held_out)}; {} without records. `plan` (else
+    "row": every number (rlvr.evaluation.held_out), "seconds", "answers": every greedy
+    answer with its prompt, reference and verdict}; {} without records. `plan` (else
     greedy only, `max_new_tokens`, `stop`) says what runs. A non-empty `verifier` grades
     every record with it and `options`, as the training rewards are
     (rlvr.training.rewards.verify_groups)."""
@@ -42,9 +43,13 @@ def evaluate(engine: RolloutEngine, renderer: PromptRenderer, pool: VerifierPool
     result = run_held_out(engine, renderer.render, pool, records, plan, verifier, options)
     examples = [{"id": a.record_id, "completion": a.completion, "passed": a.verdict.passed}
                 for a in result.greedy[:5]]
+    answers = [{"id": a.record_id, "prompt": renderer.render(r), "reference": r.reference,
+                "completion": a.completion, "passed": a.verdict.passed,
+                "reason": a.verdict.reason, "tokens": a.num_tokens}
+               for r, a in zip(records, result.greedy)]
     return {"accuracy": result.row["greedy/accuracy"], "score": result.row["greedy/score"],
             "n": len(records), "examples": examples, "row": result.row,
-            "seconds": result.seconds}
+            "seconds": result.seconds, "answers": answers}
 
 
 class EvalSchedule:
@@ -69,8 +74,10 @@ class EvalSchedule:
 
 
 class HeldOutLog:
-    """Runs a held-out evaluation with the training clock paused and appends its row to
-    the run's evals.jsonl: {"step", "train_seconds", "wall_seconds", **row}."""
+    """Runs a held-out evaluation with the training clock paused, appends its row to the
+    run's evals.jsonl ({"step", "train_seconds", "wall_seconds", **row, "eval_seconds"})
+    and writes its greedy answers to evals/step-NNNNNN.jsonl (what a person or a strict
+    re-check reads to see that held-out accuracy is made of real answers)."""
 
     def __init__(self, evaluate_now: Callable[[], dict[str, Any]], run: RunDir,
                  clock: TrainingClock, wall_origin: float) -> None:
@@ -81,6 +88,7 @@ class HeldOutLog:
         with self.clock.paused():
             result = self.evaluate_now()
         if result:
+            self.run.write_eval_answers(step, result.pop("answers"))
             self.run.append_evals({"step": step, "train_seconds": self.clock.seconds(),
                                    "wall_seconds": time.perf_counter() - self.wall_origin,
                                    **result["row"], "eval_seconds": result.pop("seconds")})
