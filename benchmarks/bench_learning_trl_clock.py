@@ -1,11 +1,12 @@
 """The TRL side's evaluations (bench_learning_trl_side.py): a TrainerCallback that keeps
-rlvr's training clock over TRL's steps, evaluates the live TRL model with rlvr's
-`held_out_eval` when rlvr's trainer would (step 0, the `eval.every` / `eval.every_s`
-marks, the end), stops training at `max_seconds`, and writes evals.jsonl and
-metrics.jsonl lines in rlvr's run-dir formats.
+rlvr's training clock over TRL's steps, evaluates the live TRL model when rlvr's trainer
+would (step 0, the `eval.every` / `eval.every_s` marks, the end), stops training at
+`max_seconds`, and writes the run-dir files rlvr's trainer writes: evals.jsonl,
+evals/step-NNNNNN.jsonl (the greedy answers) and metrics.jsonl lines.
 
-The clock, the schedule and the evaluation plan are rlvr's own objects
-(rlvr.training.clock, rlvr.training.evaluate), so the two sides cannot drift apart.
+The clock, the schedule, the evaluation plan and the evaluation itself are the
+trainer's own (rlvr.training.clock, rlvr.training.evaluate: `held_out_eval`'s numbers,
+`HeldOutLog`'s files), so the two sides cannot drift apart.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from rlvr.evaluation.held_out import held_out_eval
 from rlvr.rollout.factory import EngineOptions, build_engine
+from rlvr.runs import RunDir
 from rlvr.training.clock import TrainingClock
-from rlvr.training.evaluate import EvalSchedule, eval_plan
+from rlvr.training.evaluate import EvalSchedule, HeldOutLog, eval_plan, evaluate
 
 
 def _append(path: Path, row: dict[str, Any]) -> None:
@@ -37,8 +38,9 @@ class EvalClock(TrainerCallback):
     def __init__(self, cfg: Any, out: Path, tokenizer: Any, renderer: Any, pool: Any,
                  records: list, wall_origin: float) -> None:
         self.cfg, self.out, self.tokenizer, self.renderer = cfg, out, tokenizer, renderer
-        self.pool, self.records, self.wall_origin = pool, records, wall_origin
+        self.pool, self.records = pool, records
         self.clock = TrainingClock()
+        self.log_eval = HeldOutLog(self._evaluate_now, RunDir(out), self.clock, wall_origin)
         self.schedule = EvalSchedule(cfg.eval.every, cfg.eval.every_s)
         self.plan = eval_plan(cfg)
         self.step_began = 0.0
@@ -88,17 +90,17 @@ class EvalClock(TrainerCallback):
         if self.last_eval_step != state.global_step:
             self.evaluate(state.global_step)
 
+    def _evaluate_now(self) -> dict[str, Any]:
+        result = evaluate(self.engine, self.renderer, self.pool, self.records,
+                          verifier=self.cfg.reward.verifier, options=self.cfg.reward.options,
+                          plan=self.plan)
+        # The fast decode's fused weight copies would otherwise sit in TRL's memory
+        # through the training steps (rlvr's trainer drops them the same way).
+        self.engine.sync_weights(self.model)
+        return result
+
     def evaluate(self, step: int) -> None:
-        with self.clock.paused():
-            row = held_out_eval(self.engine, self.renderer.render, self.pool, self.records,
-                                self.plan, verifier=self.cfg.reward.verifier,
-                                options=dict(self.cfg.reward.options))
-            # The fast decode's fused weight copies would otherwise sit in TRL's memory
-            # through the training steps (rlvr's trainer drops them the same way).
-            self.engine.sync_weights(self.model)
-        _append(self.out / "evals.jsonl", {
-            "step": step, "train_seconds": self.clock.seconds(),
-            "wall_seconds": time.perf_counter() - self.wall_origin, **row})
+        result = self.log_eval(step)  # clock paused; evals.jsonl and evals/ written
         self.last_eval_step = step
         print(f"trl eval step {step} at {self.clock.seconds():.0f} s: greedy accuracy "
-              f"{row['greedy/accuracy']:.3f}", flush=True, file=sys.stderr)
+              f"{result['accuracy']:.3f}", flush=True, file=sys.stderr)

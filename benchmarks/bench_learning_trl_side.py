@@ -12,12 +12,13 @@ loss aggregation (`grpo_settings`), and the same verifier through rlvr's TRL ada
 with the problem text passed as the prompt (what rlvr's trainer passes). TRL runs with
 its fastest CPU settings: float32, no activation checkpointing, no bf16.
 
-Evaluation is rlvr's own (`held_out_eval`), on an rlvr engine wrapped around the live
-TRL model, so both sides are graded by the same code and decoding: at step 0, each
-time the training clock (evaluation pauses excluded) passes a multiple of
-`eval.every_s`, and at the end; training stops when the clock reaches `max_seconds`.
-Writes OUT/evals.jsonl and OUT/metrics.jsonl in the rlvr run-dir formats (curves.py
-draws them); the last stdout line is a JSON summary with the peak RSS.
+Evaluation is rlvr's trainer's own (`held_out_eval`'s numbers), on an rlvr engine
+wrapped around the live TRL model, so both sides are graded by the same code and
+decoding: at step 0, each time the training clock (evaluation pauses excluded) passes
+a multiple of `eval.every_s`, and at the end; training stops when the clock reaches
+`max_seconds` (bench_learning_trl_clock.py). Writes OUT/evals.jsonl, OUT/evals/ and
+OUT/metrics.jsonl in the rlvr run-dir formats (rlvr.runs.curves draws them); the last
+stdout line is a JSON summary with the peak RSS.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -122,8 +124,9 @@ def main() -> None:
     cfg = load_config(TrainConfig, args.config, list(args.overrides))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("evals.jsonl", "metrics.jsonl"):
+    for name in ("evals.jsonl", "metrics.jsonl"):  # a rerun into the same directory
         (out / name).unlink(missing_ok=True)
+    shutil.rmtree(out / "evals", ignore_errors=True)
     summary = run(cfg, out)
     summary["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(summary))
