@@ -96,7 +96,10 @@ def mark_table(sides: dict[str, Evals], every_s: float, budget_s: float) -> list
         if len(rows) > 1 and picked == rows[-1][1]:
             rows.pop()
         rows.append((f"{mark:.0f} s", picked))
-    rows.append(("end", [e[-1] for e in sides.values()]))
+    end = [e[-1] for e in sides.values()]
+    if len(rows) > 1 and rows[-1][1] == end:  # the last mark picked the final evaluations
+        rows.pop()
+    rows.append(("end", end))
     lines = ["mark      " + "".join(f"{name:>24}" for name in sides)]
     for label, picked in rows:
         cells = [f"{accuracy(r):.3f} ({r['step']:>4}, {r['train_seconds']:6.0f} s)"
