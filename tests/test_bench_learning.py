@@ -46,7 +46,9 @@ def test_final_lines() -> None:
     assert versus_line(RLVR, TRL, 450.0) == \
         "vs trl: rlvr 0.200 -> 0.500, trl 0.200 -> 0.450 at 450 s; rlvr reached 0.450 at 301 s"
     better_trl = TRL[:-1] + evals((9, 452.0, 0.55))
-    assert versus_line(RLVR, better_trl, 450.0).endswith("rlvr reached 0.550 at never")
+    assert versus_line(RLVR, better_trl, 450.0).endswith("rlvr did not reach 0.550 in 452 s")
+    other_start = evals((0, 0.0, 0.1)) + TRL[1:]  # each side prints its own step-0 accuracy
+    assert ", trl 0.100 -> 0.450 at 450 s;" in versus_line(RLVR, other_start, 450.0)
 
 
 def test_mark_table_rows() -> None:
