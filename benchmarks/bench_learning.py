@@ -209,7 +209,31 @@ def rlvr_side(config: str, run_dir: Path, overrides: list[str]) -> dict[str, Any
                         "--run-dir", str(run_dir), *overrides], capture=False)
     summary = json.loads((run_dir / "summary.json").read_text())
     return {"evals": read_lines(run_dir / "evals.jsonl"), "summary": summary,
-            "peak_rss_mb": done.peak_rss_mb, "wall_seconds": done.wall_seconds}
+            "peak_rss_mb": done.peak_rss_mb, "wall_seconds": done.wall_seconds,
+            "honesty": honesty(run_dir)}
+
+
+def honesty(run_dir: Path) -> list[str]:
+    """Is the lift made of real answers? `rlvr audit` over the training attempts (as a
+    user runs it), and the strict re-check over the last held-out evaluation's passed
+    answers (evals/step-N.jsonl)."""
+    from rlvr.audit.rundata import configured_verifier
+    from rlvr.audit.strict import strict_recheck
+
+    audit = subprocess.run([sys.executable, "-m", "rlvr", "audit", str(run_dir)],
+                           capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    said = [line for line in audit.stdout.splitlines() if line.strip()]
+    verifier = configured_verifier(run_dir / "config.yaml")
+    last = sorted((run_dir / "evals").glob("step-*.jsonl"))[-1]
+    answers = [json.loads(line) for line in last.read_text().splitlines() if line.strip()]
+    passed = [a for a in answers if a["passed"]]
+    flagged = [a for a in passed
+               if strict_recheck(verifier, a["completion"], a["reference"], a["prompt"])]
+    return [f"audit: rlvr audit {run_dir.name} exited {audit.returncode}: "
+            + "; ".join(said[1:3]),
+            f"held-out answers ({last.stem}): {len(passed)} of {len(answers)} passed, "
+            f"{len(flagged)} of them flagged by the strict re-check"]
 
 
 def trl_side(config: str, out: Path, overrides: list[str]) -> dict[str, Any]:
@@ -239,6 +263,8 @@ def report(cfg: Any, run_dir: Path, rlvr: dict, trl: dict | None,
         if side:
             print(f"{name}: peak RSS {side['peak_rss_mb']:.0f} MB, {side['wall_seconds']:.0f} s "
                   "wall (set-up and evaluations included)")
+    for line in rlvr["honesty"]:
+        print(line)
     print(f"curve: {curve}\nresults: {results}")
     print(f"wall: {rlvr['wall_seconds']:.0f} s (rlvr train, whole process)")
     print(learning_line(cfg.name, rlvr["evals"]))

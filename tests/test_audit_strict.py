@@ -217,3 +217,13 @@ def test_honest_answers_from_the_red_team_run_are_clean(completion, reference, p
     # and the same shapes with a wrong or unevaluated value are still caught
     assert strict_recheck("math", "9", reference if reference != "9" else "8", prompt)
     assert strict_recheck("math", "Answer: 8 * 2", "16", "What is 8 * 2?")
+
+
+def test_a_text_ending_on_equals_its_value_states_an_answer():
+    """The learning run's untrained SmolLM2 answers "34 - 10 = 24": the value after the
+    last "=" is stated (the math verifier pays it; "\\b=" once missed it after a space)."""
+    prompt = "What is 34 - 10?"
+    assert strict_recheck("math", "34 - 10 = 24", "24", prompt) is None
+    assert strict_recheck("math", "34 - 10 =24.", "24", prompt) is None
+    assert strict_recheck("math", "34 - 10 = 25", "24", prompt).startswith("wrong_value")
+    assert strict_recheck("math", "24 = 34 - 10", "24", prompt).startswith("no_answer")

@@ -58,3 +58,18 @@ def test_what_is_not_read_as_the_answer(completion, reference, reason):
 def test_a_closing_question_states_no_answer():
     assert V.verify("So is it $5$ then, or what, I wonder?", "5").reason == "no_answer"
     assert V.verify("Therefore $5$ is the answer!", "5").passed
+
+
+@pytest.mark.parametrize("completion,passed,reason", [
+    ("34 - 10 = 24", True, "correct"),  # the untrained SmolLM2's form
+    ("34 - 10 = 24.", True, "correct"),
+    ("34-10=24", True, "correct"),
+    ("34 - 10 = 25.", False, "wrong_answer"),
+    ("24 = 34 - 10.", False, "unsimplified"),  # the text ends on an expression
+    ("34 - 10 = 34 - 10", False, None),  # no value at the end: never paid
+])
+def test_a_closing_equation_states_the_value_after_its_last_equals(completion, passed, reason):
+    verdict = MathVerifier().verify(completion, "24", prompt="What is 34 - 10?")
+    assert verdict.passed is passed
+    if reason:
+        assert verdict.reason == reason

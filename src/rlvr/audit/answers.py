@@ -95,7 +95,8 @@ def leading_value(text: str) -> str | None:
 # A text that ends on a value after its verb: "84 + 3 equals 87.", "So the total is
 # $34$ apples." (the math verifier reads such a closing statement too; a number in the
 # middle of the text is still no stated answer).
-_CLOSING_VALUE = re.compile(r"\b(?:is|are|equals|=)\s+\$?(?P<value>[-+]?\d[\d,]*(?:\.\d+)?"
+# ("\b=" never matched after a space: "=" is no word character, hence its own branch.)
+_CLOSING_VALUE = re.compile(r"(?:\b(?:is|are|equals)\s+|=\s*)\$?(?P<value>[-+]?\d[\d,]*(?:\.\d+)?"
                             r"(?:\s*/\s*\d+)?)\$?(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
 
 

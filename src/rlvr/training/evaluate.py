@@ -10,7 +10,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from rlvr.data.prompts import PromptRenderer
-from rlvr.data.records import TaskRecord
+from rlvr.data.records import TaskRecord, prompt_text
 from rlvr.evaluation.held_out import EvalPlan, run_held_out
 from rlvr.rollout.base import RolloutEngine
 from rlvr.runs import RunDir
@@ -43,7 +43,7 @@ def evaluate(engine: RolloutEngine, renderer: PromptRenderer, pool: VerifierPool
     result = run_held_out(engine, renderer.render, pool, records, plan, verifier, options)
     examples = [{"id": a.record_id, "completion": a.completion, "passed": a.verdict.passed}
                 for a in result.greedy[:5]]
-    answers = [{"id": a.record_id, "prompt": renderer.render(r), "reference": r.reference,
+    answers = [{"id": a.record_id, "prompt": prompt_text(r), "reference": r.reference,
                 "completion": a.completion, "passed": a.verdict.passed,
                 "reason": a.verdict.reason, "tokens": a.num_tokens}
                for r, a in zip(records, result.greedy)]
