@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from rlvr.config import load_config
@@ -51,8 +52,7 @@ def test_engine_is_vllm_only_when_registered_and_importable(monkeypatch):
 
 def test_no_cuda_means_no_numbers():
     if torch.cuda.is_available():
-        print("skipped: this machine has CUDA, so the recipe would run for real")
-        return
+        pytest.skip("this machine has CUDA, so the recipe would run for real")
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_recipe.py")],
                           capture_output=True, text=True)
     assert done.returncode == NO_GPU_EXIT
