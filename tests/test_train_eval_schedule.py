@@ -132,3 +132,24 @@ def test_run_logs_evals_with_samples_and_stops_at_max_seconds(tmp_path):
     assert (tmp_path / "run" / "checkpoints" / "step-000001").is_dir()
     with pytest.raises(ResumeError, match="max_seconds"):
         train(cfg, tmp_path / "run", resume=True)
+
+
+def test_run_announces_each_evaluation_between_steps(tmp_path):
+    from rlvr.runs import Progress
+
+    messages = []
+
+    class Recorder(Progress):
+        def message(self, text):
+            messages.append(text)
+
+    cfg = tiny_config("steps=2", "eval.every=1", "eval.n=2", "eval.ks=[2]",
+                      "data.eval_size=3", "checkpoint_every=0")
+    train(cfg, tmp_path / "run", progress=Recorder(2, quiet=True))
+    evals = _lines(tmp_path / "run" / "evals.jsonl")
+    assert [e["step"] for e in evals] == [0, 1, 2]  # step 2 is the final ("after") one
+    said = [m for m in messages if m.startswith("held-out accuracy at step")]
+    assert len(said) == 1 and said[0].startswith("held-out accuracy at step 1 (")
+    row = evals[1]
+    assert said[0].endswith(f"{row['greedy/accuracy']:.3f}, pass@2 {row['pass@2']:.3f}, "
+                            f"maj@2 {row['maj@2']:.3f}")

@@ -184,6 +184,13 @@ def _checkpoint(t: Trainer, run: RunDir, step: int, state: dict[str, Any]) -> No
                     {**keep, "data": t.order.state_dict()}, t.cfg.keep_checkpoints)
 
 
+def _headline(result: dict[str, Any]) -> str:
+    """'0.425' and, with samples, ', pass@4 0.600, maj@4 0.480'."""
+    row = result.get("row", {})
+    extra = [f"{k} {v:.3f}" for k, v in row.items() if k.startswith(("pass@", "maj@"))]
+    return ", ".join([f"{result['accuracy']:.3f}", *extra])
+
+
 def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutLog,
               progress: Progress) -> dict[str, Any]:
     cfg = t.cfg
@@ -207,7 +214,11 @@ def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutL
         final = step == cfg.steps or out_of_time
         metrics["time/train_seconds"] = clock.seconds()
         if not final and schedule.due(step, clock.seconds()):
-            metrics["eval/accuracy"] = log_eval(step).get("accuracy", float("nan"))
+            result = log_eval(step)
+            metrics["eval/accuracy"] = result.get("accuracy", float("nan"))
+            if result:
+                progress.message(f"held-out accuracy at step {step} "
+                                 f"({clock.seconds():.0f} training s): {_headline(result)}")
         for warning in audit.observe(step, rollouts, metrics):
             progress.message(warning)
         run.append_metrics(metrics)
