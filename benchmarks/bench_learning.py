@@ -259,6 +259,7 @@ def report(cfg: Any, run_dir: Path, rlvr: dict, trl: dict | None,
         f"{name} {accuracy(row):.3f}" + (f" (ended at {row['train_seconds']:.0f} s)"
                                          if row["train_seconds"] < TEN_MINUTES else "")
         for name, row in ten.items()))
+    print(time_split(run_dir, rlvr["evals"], trl))
     for name, side in (("rlvr", rlvr), ("trl", trl)):
         if side:
             print(f"{name}: peak RSS {side['peak_rss_mb']:.0f} MB, {side['wall_seconds']:.0f} s "
@@ -273,6 +274,26 @@ def report(cfg: Any, run_dir: Path, rlvr: dict, trl: dict | None,
             print(f"note: trl's step-0 accuracy is {accuracy(trl['evals'][0]):.3f}; the "
                   "sides evaluate the same model with the same code, so they should agree")
         print(versus_line(rlvr["evals"], trl["evals"], cfg.max_seconds))
+
+
+def time_split(run_dir: Path, rlvr_evals: Evals, trl: dict | None) -> str:
+    """Where each side's training seconds went: rlvr's per-step split from metrics.jsonl,
+    TRL's mean step; and the seconds both spent in held-out evaluations (paused out)."""
+    metrics = read_lines(run_dir / "metrics.jsonl")
+    steps = len(metrics)
+
+    def mean(key: str) -> float:
+        return sum(m.get(key, 0.0) for m in metrics) / max(1, steps)
+
+    text = (f"rlvr: {mean('time/step'):.1f} s/step over {steps} steps (generate "
+            f"{mean('time/generate'):.1f}, verify {mean('time/verify'):.2f}, update "
+            f"{mean('time/update'):.1f}), {mean('tokens_per_s'):.0f} generated tokens/s; "
+            f"evaluations {sum(e.get('eval_seconds', 0.0) for e in rlvr_evals):.0f} s")
+    if trl:
+        seconds = trl.get("step_seconds") or [float("nan")]
+        text += (f"\ntrl: {sum(seconds) / len(seconds):.1f} s/step over {len(seconds)} steps; "
+                 f"evaluations {sum(e.get('eval_seconds', 0.0) for e in trl['evals']):.0f} s")
+    return text
 
 
 def write_results(cfg: Any, run_dir: Path, rlvr: dict, trl: dict | None,
