@@ -2,10 +2,12 @@
 gradients do not outlive the optimizer step that used them, and nothing the trainer
 computes changes for it. The reference run puts the old behaviour back by hand
 (gradients kept until the next step's zero_grad, the decode cache gathered into new
-buffers when rows finish), and both runs must agree bit for bit."""
+buffers when rows finish and kept until the next call, the logits' gradient in a
+buffer of its own), and both runs must agree bit for bit."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -17,6 +19,7 @@ from safetensors.torch import load_file
 import rlvr.training.loop as loop
 import rlvr.training.run as run_module
 import rlvr.training.sft as sft
+from rlvr.algorithms import token_logprobs_and_entropy
 from rlvr.rollout.fast_llama import FastLlama
 from rlvr.training.run import train
 from train_helpers import tiny_config
@@ -77,6 +80,12 @@ class _CopyingKeep(FastLlama):
         pass
 
 
+def _with_a_gradient_buffer(logits, *args, **kwargs):
+    # as before the update's logits table took its own gradient
+    assert logits.owned or not torch.is_grad_enabled()
+    return token_logprobs_and_entropy(dataclasses.replace(logits, owned=False), *args, **kwargs)
+
+
 def _outcome(run_dir: Path) -> tuple[dict, list, list]:
     weights = load_file(next((run_dir / "checkpoints").glob("step-*")) / "model.safetensors")
     metrics = [{k: v for k, v in json.loads(line).items()
@@ -95,6 +104,7 @@ def test_the_memory_fixes_change_no_result(tmp_path, monkeypatch):
         old.setattr(loop, "release_gradients", lambda optimizer: None)
         old.setattr(sft, "release_gradients", lambda optimizer: None)
         old.setattr("rlvr.rollout.fast_llama.FastLlama", _CopyingKeep)
+        old.setattr(loop, "token_logprobs_and_entropy", _with_a_gradient_buffer)
         train(cfg, tmp_path / "before")
     assert _CopyingKeep.calls > 0  # finished rows did leave the decode batch
     now, before = _outcome(tmp_path / "now"), _outcome(tmp_path / "before")
@@ -103,3 +113,22 @@ def test_the_memory_fixes_change_no_result(tmp_path, monkeypatch):
     for name, tensor in now[0].items():
         assert torch.equal(tensor, before[0][name]), name
     assert now[1] == before[1] and now[2] == before[2]
+
+
+@pytest.mark.parametrize("path", ["auto", "tree"])
+def test_gradient_checkpointing_changes_no_result(tmp_path, path):
+    """model.gradient_checkpointing, the way to bound the update's saved activations
+    (~5 GB for 64 SmolLM2 completions: benchmarks/results/profile-learning.md), trains
+    the same weights bit for bit: the recomputed forward is the same arithmetic."""
+    outcomes = []
+    for checkpointing in ("false", "true"):
+        run_dir = tmp_path / checkpointing
+        train(_config("keep_checkpoints=1", "sampling.max_new_tokens=12", "sft.steps=20",
+                      f"update.path={path}", f"model.gradient_checkpointing={checkpointing}"),
+              run_dir)
+        outcomes.append(_outcome(run_dir))
+    (weights, metrics, rollouts), (weights_ckpt, metrics_ckpt, rollouts_ckpt) = outcomes
+    assert any(m["rows_trained"] > 0 for m in metrics)
+    for name, tensor in weights.items():
+        assert torch.equal(tensor, weights_ckpt[name]), name
+    assert metrics == metrics_ckpt and rollouts == rollouts_ckpt
