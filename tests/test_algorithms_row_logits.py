@@ -84,3 +84,35 @@ def test_bad_input_is_named(bad, message):
     index, ids = bad.get("index", index), bad.get("ids", ids)
     with pytest.raises(ValueError, match=message):
         token_logprobs_and_entropy(RowLogits(table, index), ids)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+@pytest.mark.parametrize("banned", [False, True])
+def test_an_owned_table_takes_its_own_gradient(dtype, temperature, banned):
+    """An owned table's gradient is written over it (no second [R, V] tensor), and it is
+    the gradient a table left intact gets, bit for bit, with and without the entropy's."""
+    table, index, ids = _case(banned)
+    g_lp, g_h = torch.randn(3, 4, dtype=torch.float64), torch.randn(3, 4, dtype=torch.float64)
+    results = {}
+    for owned in (False, True):
+        leaf = table.to(dtype).requires_grad_()
+        made = leaf * 1.0  # an intermediate, as a model's logits are
+        flowing = []
+        made.register_hook(lambda grad: flowing.append(grad))
+        logprobs, entropy = token_logprobs_and_entropy(RowLogits(made, index, owned), ids,
+                                                       temperature, chunk_rows=2)
+        (logprobs * g_lp.to(logprobs.dtype) + entropy * g_h.to(entropy.dtype)).sum().backward()
+        assert (flowing[0].data_ptr() == made.data_ptr()) == owned
+        results[owned] = leaf.grad
+    assert torch.equal(results[True], results[False])
+
+
+def test_an_owned_leaf_is_refused():
+    table, index, ids = _case(banned=False)
+    leaf = table.clone().requires_grad_()
+    for owned_view in (leaf, leaf[:, :]):
+        with pytest.raises(ValueError, match="owned"):
+            token_logprobs_and_entropy(RowLogits(owned_view, index, owned=True), ids)
+    with torch.no_grad():  # no backward will run: nothing to refuse
+        token_logprobs_and_entropy(RowLogits(leaf, index, owned=True), ids)

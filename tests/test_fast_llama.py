@@ -234,3 +234,63 @@ def test_rms_norm_is_transformers_value_for_value():
         for scale in (1e-3, 1.0, 50.0):
             hidden = torch.randn(3, 5, SMALL["hidden_size"], generator=generator) * scale
             assert torch.equal(fast._rms_norm(hidden, norm.weight), norm(hidden))
+
+
+class _CopyingKeep(FastLlama):
+    """FastLlama as it was before the cache was compacted in place: `keep` gathered the
+    kept rows into new buffers (the reference the in-place compaction must equal)."""
+
+    def keep(self, rows):
+        self.keys, self.values = self.keys[:, rows], self.values[:, rows]
+        self.valid, self.next_pos = self.valid[rows], self.next_pos[rows]
+        self.row_ids = self.row_ids[rows.cpu()]
+
+
+def test_keep_compacts_the_cache_in_place(decode_path):
+    """Dropping finished rows reuses the key/value buffers (no second copy of the cache
+    while the first is alive), and every later logit is bit for bit what gathering into
+    new buffers gave: through two drops and a buffer growth past the first 64 columns."""
+    model = _llama(max_position_embeddings=256)
+    prompts = [[5, 9, 13, 2, 7, 30], [11, 4], [8, 8, 40, 1]]
+    ours, reference = FastLlama(model), _CopyingKeep(model)
+    generator = torch.Generator().manual_seed(1)
+    ids, mask, positions = _left_padded(prompts)
+    logits = ours.start(ids, mask, positions, n=3, max_new_tokens=90)  # [9, V]
+    expected = reference.start(ids, mask, positions, n=3, max_new_tokens=90)
+    _assert_path(ours, decode_path)
+    storage = ours.keys.untyped_storage().data_ptr(), ours.values.untyped_storage().data_ptr()
+    drops = {3: torch.tensor([0, 2, 3, 5, 6, 8]), 10: torch.tensor([1, 4, 5])}
+    for step in range(80):
+        assert torch.equal(logits, expected), step
+        if step in drops:
+            ours.keep(drops[step])
+            reference.keep(drops[step])
+            if step == 3:  # before the growth: the very buffers of the prefill
+                assert (ours.keys.untyped_storage().data_ptr(),
+                        ours.values.untyped_storage().data_ptr()) == storage
+            assert ours.keys.shape == reference.keys.shape
+        token = torch.randint(0, 61, (ours.keys.shape[1],), generator=generator)
+        alive = torch.ones(len(token), dtype=torch.bool)
+        logits, expected = ours.step(token, alive), reference.step(token, alive)
+    assert ours.valid.shape[1] > len(prompts[0]) + 64  # the buffer grew after the drops
+
+
+def test_engine_drops_the_cache_when_a_call_ends(decode_path):
+    """The key/value cache lives for one generate call: afterwards the engine's decode
+    forward holds none (it would sit through the update and the evaluation), while the
+    kept activations still reach the completions and the next call samples as before."""
+    tokenizer = char_tokenizer()
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)).eval()
+    engine = HFRolloutEngine(model, tokenizer, fast_decode=True)
+    params = SamplingParams(max_new_tokens=8, temperature=1.0, seed=2, keep_activations=True)
+    first = engine.generate(["<s>1+2=", "<s>30+4="], 3, params)
+    _assert_path(engine._fast, decode_path)
+    assert engine._fast.keys is None and engine._fast.values is None
+    assert engine._fast.valid is None
+    assert all(c.activations is not None for group in first for c in group)
+    again = engine.generate(["<s>1+2=", "<s>30+4="], 3, params)
+    assert [[c.token_ids for c in g] for g in again] == [[c.token_ids for c in g] for g in first]

@@ -93,6 +93,7 @@ class HFRolloutEngine:
         positions = (mask.cumsum(-1) - 1).clamp(min=0)  # [B, P]
         was_training = self.model.training
         self.model.eval()
+        stepper = None
         try:
             stepper = self._stepper()
             keep = params.keep_activations and self._can_keep_activations(stepper, batch,
@@ -101,6 +102,8 @@ class HFRolloutEngine:
                                                             positions, params, generator, n,
                                                             keep)
         finally:
+            if stepper is not None:
+                stepper.end()  # the cache is spent: not held through the update or eval
             self.model.train(was_training)
         completions = self._completions(rows, tokens, logprobs, lengths, reasons, params)
         if keep:
@@ -235,6 +238,9 @@ class _CacheStepper:
     @property
     def can_keep(self) -> bool:
         return hasattr(self.cache, "batch_select_indices")
+
+    def end(self) -> None:
+        self.cache = None
 
     def keep(self, rows: torch.Tensor) -> None:
         self.cache.batch_select_indices(rows)

@@ -29,6 +29,7 @@ from rlvr.training.accumulate import combine_stats, micro_batches
 from rlvr.training.algorithm import Algorithm, build_algorithm
 from rlvr.training.batch import PackedBatch, pack
 from rlvr.training.config import TrainConfig
+from rlvr.training.optim import release_gradients
 from rlvr.training.prompt_order import PromptOrder, take
 from rlvr.training.rewards import reward_tensor, verdict_metrics, verify_groups
 from rlvr.verifiers.pool import VerifierPool
@@ -224,6 +225,7 @@ def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantage
     t.optimizer.step()
     t.scheduler.step()
     stats["grad_norm"] = float(norm)
+    release_gradients(t.optimizer)
     return stats
 
 

@@ -47,6 +47,14 @@ def allocate_state(optimizer: torch.optim.Optimizer) -> bool:
     return True
 
 
+def release_gradients(optimizer: torch.optim.Optimizer) -> None:
+    """Free the gradients once the optimizer has used them (its step is taken). Left in
+    `.grad` until the next step's zero_grad, they (as large as the trainable weights:
+    0.54 GB for SmolLM2-135M) sat through the next sampling, held-out evaluation and
+    checkpoint, under the peaks those reach (benchmarks/profile_learning.py)."""
+    optimizer.zero_grad(set_to_none=True)
+
+
 class WarmupDecay:
     """lr multiplier at optimizer step s: linear warmup over `warmup` steps (from 1/warmup),
     then `kind` decay to `min_ratio` at `total` steps. A class, not a closure, so the

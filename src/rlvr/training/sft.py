@@ -17,7 +17,7 @@ from rlvr.data.prompts import PromptRenderer
 from rlvr.data.records import TaskRecord
 from rlvr.data.worked import column_addition
 from rlvr.training.config import SFTConfig
-from rlvr.training.optim import build_optimizer, build_scheduler
+from rlvr.training.optim import build_optimizer, build_scheduler, release_gradients
 
 
 def worked_example(record: TaskRecord, cfg: SFTConfig, rng: random.Random) -> str:
@@ -79,5 +79,6 @@ def supervised_warmstart(model: Any, tokenizer: Any, renderer: PromptRenderer,
         loss_value = float(loss.detach())
         if (step + 1) % max(1, cfg.steps // 5) == 0:
             log(f"sft step {step + 1}/{cfg.steps}  loss {loss_value:.4f}")
+    release_gradients(optimizer)  # the RL update makes its own
     model.eval()
     return {"steps": cfg.steps, "loss": loss_value, "seconds": time.perf_counter() - start}

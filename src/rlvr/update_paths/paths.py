@@ -66,11 +66,13 @@ class UpdatePath:
         self._ran: list[str] = []
 
     def logits(self, model: Any, batch: Rows) -> RowLogits:
-        """Logits [B, T, V] predicting batch.completion_ids, as RowLogits."""
+        """Logits [B, T, V] predicting batch.completion_ids, as RowLogits whose table
+        this forward made (`owned`: its backward may overwrite it with its gradient;
+        every path computes it afresh, the replay's as a copy of the kept logits)."""
         ran, logits = self._run(model, batch)
         if torch.is_grad_enabled():  # the update's forwards, not pi_old/reference ones
             self._ran.append(ran)
-        return logits
+        return dataclasses.replace(logits, owned=True)
 
     def take_ran(self) -> str:
         """The routes the gradient forwards took since the last call ("replay",
