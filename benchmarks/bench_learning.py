@@ -230,8 +230,10 @@ def honesty(run_dir: Path) -> list[str]:
     passed = [a for a in answers if a["passed"]]
     flagged = [a for a in passed
                if strict_recheck(verifier, a["completion"], a["reference"], a["prompt"])]
-    return [f"audit: rlvr audit {run_dir.name} exited {audit.returncode}: "
-            + "; ".join(said[1:3]),
+    # its header's counts, how many attempts it flagged, and its verdict ("nothing raised")
+    parts = ([said[0].split(": ", 1)[-1]] if said else []) + [
+        line.split(" written")[0] for line in said if "flagged attempt" in line] + said[-1:]
+    return [f"audit: rlvr audit {run_dir.name} exited {audit.returncode}: " + "; ".join(parts),
             f"held-out answers ({last.stem}): {len(passed)} of {len(answers)} passed, "
             f"{len(flagged)} of them flagged by the strict re-check"]
 
