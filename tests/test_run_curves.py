@@ -30,7 +30,7 @@ def run_dir(tmp_path: Path) -> Path:
         {"step": 4, "time/step": 0.5, "reward/mean": 0.5, "response_length/mean": 12.0}])
     write_lines(run / "evals.jsonl", [
         {"step": 0, "train_seconds": 0.0, "wall_seconds": 9.0, "greedy/accuracy": 0.2,
-         "pass@1": 0.18, "pass@4": 0.4, "pass@10": 0.6, "maj@4": 0.3},
+         "pass@1": 0.18, "pass@4": 0.4, "pass@10": 0.6, "maj@4": 0.3, "maj@1": 0.18},
         {"step": 4, "train_seconds": 7.25, "wall_seconds": 30.0, "greedy/accuracy": 0.55,
          "pass@1": 0.5, "pass@4": 0.7, "pass@10": 0.8, "maj@4": 0.6}])
     return run
@@ -42,7 +42,7 @@ def test_series_follow_the_training_clock(run_dir: Path) -> None:
     assert curves.reward == ([2.0, 5.0, 7.0], [0.125, 0.25, 0.5])
     assert curves.length == ([2.0, 5.0, 6.5, 7.0], [20.0, 18.0, 15.0, 12.0])
     assert curves.accuracy == ([0.0, 7.25], [0.2, 0.55])
-    # maj before pass, k in numeric order (pass@10 after pass@4)
+    # maj before pass, k in numeric order (pass@10 after pass@4); maj@1 (= pass@1) left out
     assert list(curves.at_k) == ["maj@4", "pass@1", "pass@4", "pass@10"]
     assert curves.at_k["pass@10"] == ([0.0, 7.25], [0.6, 0.8])
 

@@ -24,8 +24,9 @@ from typing import Any, Mapping, Sequence
 
 from rlvr.runs.rundir import RunDir
 
-# pass@k / maj@k columns of an evals.jsonl line, drawn beside greedy accuracy
-_AT_K = re.compile(r"^(pass|maj)@\d+$")
+# pass@k / maj@k columns of an evals.jsonl line, drawn beside greedy accuracy; maj@1 is
+# pass@1 again (one sample's vote is that sample), so it is left out
+_AT_K = re.compile(r"^(pass@\d+|maj@(?!1$)\d+)$")
 
 Points = tuple[list[float], list[float]]  # (x, y)
 
@@ -99,7 +100,7 @@ def draw_curves(out: str | Path, runs: Mapping[str, CurveSeries], title: str = "
     for (label, curves), colour in zip(runs.items(), colours):
         reward.plot(*curves.reward, color=colour, label=label)
         accuracy.plot(*curves.accuracy, color=colour, marker="o", label=f"{label} greedy")
-        for (key, points), style in zip(curves.at_k.items(), itertools.cycle(["--", ":", "-."])):
+        for (key, points), style in zip(curves.at_k.items(), itertools.cycle(["--", ":", "-.", (0, (1, 3))])):
             accuracy.plot(*points, color=colour, linestyle=style, marker=".",
                           label=f"{label} {key}")
         length.plot(*curves.length, color=colour, label=label)
