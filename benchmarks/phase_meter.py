@@ -96,9 +96,11 @@ def heap() -> tuple[int, int]:
     return info.uordblks + info.hblkhd, info.fordblks
 
 
-def cpu_seconds() -> float:
+def cpu_seconds() -> tuple[float, float]:
+    """(user + system, system) CPU seconds of this process so far; system time is mostly
+    the kernel handing out (zeroed) pages."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime + usage.ru_stime, usage.ru_stime
 
 
 def minor_faults() -> int:
@@ -112,7 +114,8 @@ class Record:
     label: str
     started: float     # perf_counter at entry (tables list phases in this order)
     seconds: float
-    cpu: float
+    cpu: float         # user + system CPU seconds
+    system: float      # system CPU seconds (page faults are most of it)
     before: int        # RSS at entry
     peak: int          # highest RSS while it ran
     after: int         # RSS at exit
@@ -130,7 +133,7 @@ class Record:
 class _Open:
     label: str
     began: float
-    cpu: float
+    cpu: tuple[float, float]
     before: int
     peak: int
     faults: int
@@ -178,8 +181,10 @@ class PhaseMeter:
             with self._lock:
                 self._open.remove(opened)
             live, free = heap()
+            cpu, system = cpu_seconds()
             self.records.append(Record(label, opened.began, time.perf_counter() - opened.began,
-                                       cpu_seconds() - opened.cpu, opened.before,
+                                       cpu - opened.cpu[0], system - opened.cpu[1],
+                                       opened.before,
                                        opened.peak, rss(), live, free, opened.children,
                                        minor_faults() - opened.faults))
 

@@ -78,14 +78,15 @@ def _gb(value: int) -> str:
 
 
 def phase_table(records: list[Record], depth: int) -> list[str]:
-    lines = [f"{'phase':<34} {'wall s':>7} {'cpu s':>7} {'RSS in':>6} {'peak':>6} "
+    lines = [f"{'phase':<34} {'wall s':>7} {'cpu s':>7} {'sys s':>6} {'RSS in':>6} {'peak':>6} "
              f"{'+peak':>6} {'out':>6} {'live':>6} {'workers':>7} {'faults':>8}   (memory: GB)"]
     for r in sorted(records, key=lambda r: r.started):
         level = r.label.count("/")
         if level >= depth:
             continue
         name = "  " * level + r.label.rsplit("/", 1)[-1]
-        lines.append(f"{name:<34} {r.seconds:7.2f} {r.cpu:7.2f} {_gb(r.before)} {_gb(r.peak)} "
+        lines.append(f"{name:<34} {r.seconds:7.2f} {r.cpu:7.2f} {r.system:6.2f} {_gb(r.before)} "
+                     f"{_gb(r.peak)} "
                      f"{_gb(r.rise)} {_gb(r.after)} {_gb(r.heap_live)} {_gb(r.children):>7} "
                      f"{r.faults:8d}")
     return lines
@@ -94,18 +95,19 @@ def phase_table(records: list[Record], depth: int) -> list[str]:
 def summed_table(records: list[Record]) -> list[str]:
     totals: dict[str, list[float]] = {}
     for r in records:
-        row = totals.setdefault(generic(r.label), [0, 0.0, 0.0, 0, 0, 0])
+        row = totals.setdefault(generic(r.label), [0, 0.0, 0.0, 0.0, 0, 0, 0])
         row[0] += 1
         row[1] += r.seconds
         row[2] += r.cpu
-        row[3] = max(row[3], r.peak)
-        row[4] = max(row[4], r.rise)
-        row[5] += r.faults
-    lines = [f"{'phase (all calls)':<34} {'calls':>5} {'wall s':>8} {'cpu s':>8} "
+        row[3] += r.system
+        row[4] = max(row[4], r.peak)
+        row[5] = max(row[5], r.rise)
+        row[6] += r.faults
+    lines = [f"{'phase (all calls)':<34} {'calls':>5} {'wall s':>8} {'cpu s':>8} {'sys s':>6} "
              f"{'peak':>6} {'+peak':>6} {'faults':>9}   (memory: GB)"]
-    for label, (calls, wall, cpu, peak, rise, faults) in totals.items():
-        lines.append(f"{label:<34} {calls:5d} {wall:8.2f} {cpu:8.2f} {_gb(peak)} {_gb(rise)} "
-                     f"{faults:9d}")
+    for label, (calls, wall, cpu, system, peak, rise, faults) in totals.items():
+        lines.append(f"{label:<34} {calls:5d} {wall:8.2f} {cpu:8.2f} {system:6.2f} {_gb(peak)} "
+                     f"{_gb(rise)} {faults:9d}")
     return lines
 
 

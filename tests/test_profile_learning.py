@@ -39,6 +39,7 @@ def test_a_freed_transient_counts_in_its_phase_and_its_parents():
     assert quiet.rise < 20 * MB  # the mark was reset when "inner" ended
     assert inner.faults >= 190 * MB // 4096  # fresh pages were faulted in
     assert inner.started < quiet.started
+    assert 0 <= inner.system <= inner.cpu
 
 
 @linux
