@@ -160,13 +160,19 @@ def test_decode_linear_equals_f_linear(use_onednn):
     torch.testing.assert_close(layer(x), x @ (weight - 1.0).T + bias, rtol=1e-5, atol=1e-5)
 
 
-def test_engine_samples_the_same_tokens_on_both_paths(decode_path):
+def _tiny_engine_model():
+    """A character tokenizer and a 2-layer GQA Llama over it, seeded."""
     tokenizer = char_tokenizer()
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=32, intermediate_size=48, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)).eval()
+    return tokenizer, model
+
+
+def test_engine_samples_the_same_tokens_on_both_paths(decode_path):
+    tokenizer, model = _tiny_engine_model()
     prompts = ["<s>12+34=", "<s>7+5=", "<s>hello there"]
     params = SamplingParams(max_new_tokens=12, temperature=1.0, seed=5, stop=("9",))
     engine = HFRolloutEngine(model, tokenizer, fast_decode=True)
@@ -279,12 +285,7 @@ def test_engine_drops_the_cache_when_a_call_ends(decode_path):
     """The key/value cache lives for one generate call: afterwards the engine's decode
     forward holds none (it would sit through the update and the evaluation), while the
     kept activations still reach the completions and the next call samples as before."""
-    tokenizer = char_tokenizer()
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)).eval()
+    tokenizer, model = _tiny_engine_model()
     engine = HFRolloutEngine(model, tokenizer, fast_decode=True)
     params = SamplingParams(max_new_tokens=8, temperature=1.0, seed=2, keep_activations=True)
     first = engine.generate(["<s>1+2=", "<s>30+4="], 3, params)
