@@ -8,7 +8,8 @@ seconds, malloc's live bytes at its end, and the verifier workers' RSS.
 
 Prints a chronological phase table (nested phases indented), the same phases summed
 over steps, and each step's time split from metrics.jsonl (time/*) with that step's
-evaluation and checkpoint. --json keeps every record. The phases are hooks on the
+evaluation and checkpoint. --json keeps every record; the run's checkpoints are
+deleted afterwards unless --keep-checkpoints. The phases are hooks on the
 trainer's own functions (`install_hooks`): nothing in rlvr changes to be measured.
 Wall seconds on a shared machine mean little; CPU seconds are the steadier number.
 """
@@ -20,6 +21,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import sys
 import time
 from functools import wraps
@@ -161,6 +163,9 @@ def main() -> int:
     parser.add_argument("--run-dir", required=True, help="a new (or empty) directory")
     parser.add_argument("--depth", type=int, default=3, help="nesting shown in the table")
     parser.add_argument("--json", help="write every phase record here")
+    parser.add_argument("--keep-checkpoints", action="store_true",
+                        help="keep the run's checkpoints (deleted by default: 1.6 GB each "
+                             "for SmolLM2-135M, weights and AdamW moments)")
     args = parser.parse_args()
     run_dir = Path(args.run_dir)
     if run_dir.exists() and any(run_dir.iterdir()):
@@ -179,6 +184,9 @@ def main() -> int:
     print(f"\ntrain() {time.perf_counter() - began:.1f} s; command: {' '.join(sys.argv)}")
     if args.json:
         Path(args.json).write_text(json.dumps([vars(r) for r in meter.records], indent=1))
+    if not args.keep_checkpoints:  # repeated profiles filled a disk with them once
+        shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
+        shutil.rmtree(run_dir / "reference", ignore_errors=True)
     return 0
 
 
