@@ -11,7 +11,6 @@ trainer's own (rlvr.training.clock, rlvr.training.evaluate: `held_out_eval`'s nu
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -23,11 +22,6 @@ from rlvr.rollout.factory import EngineOptions, build_engine
 from rlvr.runs import RunDir
 from rlvr.training.clock import TrainingClock
 from rlvr.training.evaluate import EvalSchedule, HeldOutLog, eval_plan, evaluate
-
-
-def _append(path: Path, row: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(row) + "\n")
 
 
 class EvalClock(TrainerCallback):
@@ -79,7 +73,7 @@ class EvalClock(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
         if not logs or "reward" not in logs:  # e.g. the end-of-training runtime summary
             return
-        _append(self.out / "metrics.jsonl", {
+        self.log_eval.run.append_metrics({
             "step": state.global_step, "reward/mean": logs["reward"],
             "response_length/mean": logs.get("completions/mean_length"),
             "time/step": self.step_seconds[-1] if self.step_seconds else None,

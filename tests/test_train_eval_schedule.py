@@ -153,3 +153,14 @@ def test_run_announces_each_evaluation_between_steps(tmp_path):
     row = evals[1]
     assert said[0].endswith(f"{row['greedy/accuracy']:.3f}, pass@2 {row['pass@2']:.3f}, "
                             f"maj@2 {row['maj@2']:.3f}")
+
+
+@pytest.mark.parametrize("plan", [EvalPlan(max_new_tokens=8, n=2, temperature=0.0),
+                                  EvalPlan(max_new_tokens=8, n=2, ks=(0,)),
+                                  EvalPlan(max_new_tokens=8, n=-1),
+                                  EvalPlan(max_new_tokens=8, sample_size=-1)])
+def test_a_bad_plan_fails_before_the_greedy_pass(pool, plan):
+    engine = ScriptedEngine(greedy={"1+1": "2", "2+2": "4", "3+3": "6"})
+    with pytest.raises(ValueError):
+        held_out_eval(engine, RENDER, pool, RECORDS, plan)
+    assert engine.calls == []  # nothing was generated

@@ -36,10 +36,11 @@ class EvalPlan:
     seed: int = 0  # the samples' seed: every evaluation of a run draws alike
 
     def validate(self) -> None:
-        if self.n < 0 or self.sample_size < 0:
-            raise ValueError("n and sample_size must be >= 0")
-        if self.n and self.temperature <= 0:
-            raise ValueError("sampling n answers needs temperature > 0")
+        """Before the greedy pass runs, so a bad sampling setting costs nothing: the
+        sampled pass's own settings check n, ks and temperature (EvalSettings)."""
+        if self.sample_size < 0:
+            raise ValueError("sample_size must be >= 0")
+        _settings(self, greedy=not self.n, rows=1).validate()
 
 
 @dataclass
@@ -92,4 +93,3 @@ def held_out_eval(engine: RolloutEngine, render: Renderer, pool: VerifierPool | 
     every record's verifier, as the trainer's reward.verifier does."""
     result = run_held_out(engine, render, pool, records, plan, verifier, options)
     return {**result.row, "eval_seconds": result.seconds}
-

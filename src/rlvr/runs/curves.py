@@ -100,7 +100,8 @@ def draw_curves(out: str | Path, runs: Mapping[str, CurveSeries], title: str = "
     for (label, curves), colour in zip(runs.items(), colours):
         reward.plot(*curves.reward, color=colour, label=label)
         accuracy.plot(*curves.accuracy, color=colour, marker="o", label=f"{label} greedy")
-        for (key, points), style in zip(curves.at_k.items(), itertools.cycle(["--", ":", "-.", (0, (1, 3))])):
+        styles = itertools.cycle(["--", ":", "-.", (0, (1, 3))])
+        for (key, points), style in zip(curves.at_k.items(), styles):
             accuracy.plot(*points, color=colour, linestyle=style, marker=".",
                           label=f"{label} {key}")
         length.plot(*curves.length, color=colour, label=label)

@@ -22,14 +22,9 @@ RESUMABLE_FIELDS: dict[str, str] = {
     "checkpoint_every": "when checkpoints are written",
     "keep_checkpoints": "how many checkpoints stay on disk",
     "max_seconds": "when RL stops, like steps: no step's samples depend on it",
-    "eval.every": "held-out evaluations change no weights and draw from their own seeds",
-    "eval.every_s": "held-out evaluations change no weights and draw from their own seeds",
-    "eval.n": "held-out evaluations change no weights and draw from their own seeds",
-    "eval.ks": "held-out evaluations change no weights and draw from their own seeds",
-    "eval.temperature": "held-out evaluations change no weights and draw from their own "
-                        "seeds",
-    "eval.sample_size": "held-out evaluations change no weights and draw from their own "
-                        "seeds",
+    **{f"eval.{name}": "held-out evaluations change no weights and draw from their own "
+                       "seeds" for name in ("every", "every_s", "n", "ks", "temperature",
+                                            "sample_size")},
     "eval_every": "the older name of eval.every",
     "log_rollouts": "what is written to rollouts.jsonl",
     "audit_every": "the live reward-hack audit only warns",

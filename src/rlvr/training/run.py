@@ -210,15 +210,14 @@ def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutL
     clock.start()
     for step in range(first, cfg.steps + 1):
         metrics, rollouts = rl_step(t, step)
-        out_of_time = bool(cfg.max_seconds) and clock.seconds() >= cfg.max_seconds
-        final = step == cfg.steps or out_of_time
-        metrics["time/train_seconds"] = clock.seconds()
-        if not final and schedule.due(step, clock.seconds()):
+        metrics["time/train_seconds"] = now = clock.seconds()  # the clock at this step's end
+        final = step == cfg.steps or (bool(cfg.max_seconds) and now >= cfg.max_seconds)
+        if not final and schedule.due(step, now):
             result = log_eval(step)
             metrics["eval/accuracy"] = result.get("accuracy", float("nan"))
             if result:
                 progress.message(f"held-out accuracy at step {step} "
-                                 f"({clock.seconds():.0f} training s): {_headline(result)}")
+                                 f"({now:.0f} training s): {_headline(result)}")
         for warning in audit.observe(step, rollouts, metrics):
             progress.message(warning)
         run.append_metrics(metrics)
