@@ -124,12 +124,13 @@ def test_each_component_gets_its_own_options_and_defaults():
 
 
 def test_help_lists_every_registered_name():
-    from rlvr.algorithms import AGGREGATIONS, KL_ESTIMATORS
+    from rlvr.algorithms import AGGREGATIONS, KL_ESTIMATORS, ROLLOUT_CORRECTIONS
     from rlvr.config import describe_config
 
     lines = {line.split(" = ")[0]: line for line in describe_config(TrainConfig)}
     for field, names in (("advantage", ADVANTAGES), ("policy_loss", POLICY_LOSSES),
-                         ("aggregation", AGGREGATIONS), ("kl_estimator", KL_ESTIMATORS)):
+                         ("aggregation", AGGREGATIONS), ("kl_estimator", KL_ESTIMATORS),
+                         ("rollout_correction", ROLLOUT_CORRECTIONS)):
         assert all(name in lines[f"algorithm.{field}"] for name in names), field
 
 

@@ -1,5 +1,6 @@
 """Pure tensor pieces of RLVR algorithms: advantages, policy losses, loss terms,
-aggregation, KL, entropy, log-probs, dynamic sampling, overlong handling.
+aggregation, KL, entropy, log-probs, dynamic sampling, overlong handling, sampler/trainer
+mismatch and its importance-sampling corrections.
 
 Imports nothing from training/rollout/cli and no models; usable alone (TRL, verl, a
 notebook). Shape conventions: P prompts x G samples for rewards/advantages ([P, G]);
@@ -22,19 +23,26 @@ from rlvr.algorithms.loss_terms import EntropyBonus, KLPenalty, LossTerm, TermIn
 from rlvr.algorithms.overlong import mask_truncated, soft_overlong_penalty
 from rlvr.algorithms.policy_loss import (GSPO, POLICY_LOSSES, PolicyLoss, PolicyLossOutput,
                                          PPOClip, clipped_surrogate, sequence_log_ratio)
+from rlvr.algorithms.rollout_correction import (ROLLOUT_CORRECTIONS, CorrectionOutput,
+                                                MaskedIS, NoCorrection, RolloutCorrection,
+                                                SequenceMaskedIS, SequenceTruncatedIS,
+                                                TruncatedIS, mismatch_stats)
 from rlvr.algorithms.row_logits import RowLogits, token_logprobs_and_entropy
 from rlvr.algorithms.registry import (advantage_estimator, kl_estimator, loss_aggregation,
-                                      policy_loss)
+                                      policy_loss, rollout_correction)
 
 __all__ = [
-    "ADVANTAGES", "AGGREGATIONS", "KL_ESTIMATORS", "POLICY_LOSSES",
-    "AdvantageEstimator", "ConstantNormalizer", "DrGRPO", "EntropyBonus", "GRPO", "GSPO",
-    "GroupAccumulator", "KLPenalty", "LossAggregation", "LossTerm", "PPOClip", "PolicyLoss",
-    "PolicyLossOutput", "RLOO", "ReinforcePP", "ReinforcePPBaseline", "RowLogits",
-    "SequenceMean", "TermInputs", "TokenMean",
+    "ADVANTAGES", "AGGREGATIONS", "KL_ESTIMATORS", "POLICY_LOSSES", "ROLLOUT_CORRECTIONS",
+    "AdvantageEstimator", "ConstantNormalizer", "CorrectionOutput", "DrGRPO", "EntropyBonus",
+    "GRPO", "GSPO", "GroupAccumulator", "KLPenalty", "LossAggregation", "LossTerm",
+    "MaskedIS", "NoCorrection", "PPOClip", "PolicyLoss", "PolicyLossOutput", "RLOO",
+    "ReinforcePP", "ReinforcePPBaseline", "RolloutCorrection", "RowLogits",
+    "SequenceMaskedIS", "SequenceMean", "SequenceTruncatedIS", "TermInputs", "TokenMean",
+    "TruncatedIS",
     "advantage_estimator", "clipped_surrogate", "kl_estimator", "kl_k1", "kl_k2", "kl_k3",
     "kl_reward_per_sequence", "kl_reward_to_go", "loss_aggregation", "mask_truncated",
-    "masked_mean", "masked_whiten", "nonconstant_groups", "policy_loss", "sequence_log_ratio",
+    "masked_mean", "masked_whiten", "mismatch_stats", "nonconstant_groups", "policy_loss",
+    "rollout_correction", "sequence_log_ratio",
     "soft_overlong_penalty", "token_entropy", "token_logprobs", "token_logprobs_and_entropy",
     "weighted_sum",
 ]

@@ -6,6 +6,7 @@ holds no string switches.
     loss_aggregation("constant", max_length=512)   -> ConstantNormalizer(max_length=512)
     loss_aggregation("token_mean", max_length=512) -> TokenMean() (max_length ignored)
     kl_estimator("k3")                             -> kl_k3
+    rollout_correction("tis", threshold=1.5)       -> TruncatedIS(threshold=1.5)
 
 Unknown names raise ValueError listing the known ones; unknown options raise
 ValueError naming the option and the object.
@@ -23,6 +24,7 @@ from rlvr.algorithms.advantages import ADVANTAGES, AdvantageEstimator
 from rlvr.algorithms.aggregation import AGGREGATIONS, LossAggregation
 from rlvr.algorithms.kl import KL_ESTIMATORS
 from rlvr.algorithms.policy_loss import POLICY_LOSSES, PolicyLoss
+from rlvr.algorithms.rollout_correction import ROLLOUT_CORRECTIONS, RolloutCorrection
 
 
 def _lookup(table: Mapping[str, Any], name: str, kind: str) -> Any:
@@ -84,3 +86,7 @@ def loss_aggregation(name: str, max_length: int | None = None,
 
 def kl_estimator(name: str) -> Callable[[Tensor, Tensor], Tensor]:
     return _lookup(KL_ESTIMATORS, name, "KL estimator")
+
+
+def rollout_correction(name: str, **options: Any) -> RolloutCorrection:
+    return _build(ROLLOUT_CORRECTIONS, name, "rollout correction", options)

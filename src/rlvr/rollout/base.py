@@ -37,8 +37,10 @@ class EngineCapabilities:
                             may replay instead of recomputing (rlvr.update_paths.replay).
     logprobs_match_trainer: its per-token log-probs are the trainer's forward's numbers
                             (same weights, same math), so they serve as pi_old as they
-                            are. When not, the update recomputes pi_old (an importance-
-                            sampling correction is the other answer; not implemented).
+                            are. When not, the update recomputes pi_old and, by default,
+                            weighs the loss by truncated importance ratios pi_old /
+                            pi_sampler (`algorithm.rollout_correction`;
+                            rlvr.algorithms.rollout_correction).
     """
 
     keeps_activations: bool

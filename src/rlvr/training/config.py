@@ -197,7 +197,17 @@ class AlgorithmConfig:
     recompute_old_logprobs: bool | None = _doc(
         "recompute old log-probs with a forward pass instead of using the sampler's; "
         "null = only when the engine's log-probs are not the trainer's numbers "
-        "(rlvr.rollout.base.EngineCapabilities)", default=None)
+        "(rlvr.rollout.base.EngineCapabilities) or a rollout_correction other than none "
+        "is set. Whenever recomputed, mismatch/* metrics compare the two", default=None)
+    rollout_correction: Named = _named(
+        "auto", "importance-sampling correction for a sampler whose log-probs are not the "
+        "trainer's (rlvr.algorithms.rollout_correction): none | tis (truncated IS, weight "
+        "min(rho, threshold); threshold 2.0) | mis (masked IS, weight 1 when lower <= rho "
+        "<= upper else 0; lower 0.5, upper 2.0) | seq_tis, seq_mis (the same on the "
+        "sequence's geometric-mean ratio); rho = pi_old / pi_sampler per token; auto = "
+        "none when the engine's log-probs are the trainer's, else {name: tis, threshold: "
+        "2.0}. A correction other than none recomputes pi_old; e.g. {name: mis, upper: "
+        "1.5}")
     skip_zero_advantage: bool = _doc("run the update's forward/backward only on rows whose "
                                      "loss can have a gradient (nonzero advantage; all "
                                      "rows when a loss term declares it touches rows with "
@@ -242,6 +252,12 @@ def check_engine_and_path(cfg: "TrainConfig") -> None:
     if path == "two_pass" and cfg.model.gradient_checkpointing:
         raise ConfigError("two_pass needs the KV cache, which model.gradient_checkpointing "
                           "drops", "update.path")
+    if a.recompute_old_logprobs is False and a.rollout_correction.name not in ("auto",
+                                                                               "none"):
+        raise ConfigError("a rollout correction compares the trainer's pi_old with the "
+                          "sampler's log-probs, so pi_old must be recomputed: set "
+                          "algorithm.recompute_old_logprobs to true or null",
+                          "algorithm.rollout_correction")
     if a.recompute_old_logprobs is False or path == "replay":
         from rlvr.rollout.factory import declared_capabilities  # imports the engine
         declared = declared_capabilities(s.engine)

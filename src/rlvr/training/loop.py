@@ -20,7 +20,8 @@ from typing import Any
 import torch
 
 from rlvr.algorithms import (GroupAccumulator, kl_reward_per_sequence, mask_truncated,
-                             masked_mean, token_logprobs_and_entropy, weighted_sum)
+                             masked_mean, mismatch_stats, token_logprobs_and_entropy,
+                             weighted_sum)
 from rlvr.algorithms import loss_terms
 from rlvr.data.prompts import PromptRenderer
 from rlvr.data.records import TaskRecord, prompt_text
@@ -54,7 +55,8 @@ class Trainer:
     update: Any = None  # the update's forward (rlvr.update_paths), resolved once by run.py
 
     def __post_init__(self) -> None:
-        self.algo = build_algorithm(self.cfg.algorithm, self.cfg.sampling.max_new_tokens)
+        self.algo = build_algorithm(self.cfg.algorithm, self.cfg.sampling.max_new_tokens,
+                                    self.engine.capabilities.logprobs_match_trainer)
 
 
 @dataclass
@@ -92,18 +94,14 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     advantages = t.algo.advantage(rewards)  # [P, G]
 
     # 4. Policy update: several epochs over minibatches of this batch.
-    old_logprobs = batch.old_logprobs
-    if t.engine.capabilities.recompute_old_logprobs(cfg.algorithm.recompute_old_logprobs):
-        with torch.no_grad():
-            old_logprobs, _ = token_logprobs_and_entropy(t.update.logits(t.model, batch),
-                                                         batch.completion_ids,
-                                                         cfg.sampling.temperature)
+    old_logprobs, is_weights, mismatch = old_policy(t, batch, mask)
     update = policy_update(t, step, batch, mask, advantages.flatten(), old_logprobs,
-                           ref_logprobs)
+                           ref_logprobs, is_weights)
     t.engine.sync_weights(t.model)  # a reference swap here; a weight copy for vLLM
     times["update"] = time.perf_counter() - update_began
 
     metrics = step_metrics(t, step, groups, batch, mask, rewards, update, times, gen_tokens)
+    metrics.update(mismatch)
     metrics["time/step"] = time.perf_counter() - began
     metrics["update/path"] = t.update.take_ran()  # the forwards this step's update ran
     rollouts = rollout_lines(step, groups, rewards, advantages) if cfg.log_rollouts else []
@@ -160,14 +158,43 @@ def reference_logprobs(t: Trainer, batch: PackedBatch) -> torch.Tensor | None:
         return logprobs
 
 
+def old_policy(t: Trainer, batch: PackedBatch, mask: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, float]]:
+    """pi_old [B, T] for the ratio, the rollout correction's token weights [B, T] (None
+    when there is none) and the metrics of both.
+
+    pi_old is the sampler's log-probs when the engine declares them the trainer's
+    numbers (`recompute_old_logprobs` null) and no correction is on. Otherwise the
+    trainer's forward recomputes it; the sampler's log-probs then still say which
+    distribution drew the tokens: their distance from pi_old is logged (mismatch/*) and,
+    with a correction, becomes importance weights on the policy loss (correction/*;
+    rlvr.algorithms.rollout_correction)."""
+    cfg, correction = t.cfg, t.algo.correction
+    correcting = correction is not None and correction.active
+    if not (correcting or t.engine.capabilities.recompute_old_logprobs(
+            cfg.algorithm.recompute_old_logprobs)):
+        return batch.old_logprobs, None, {}
+    with torch.no_grad():
+        old_logprobs, _ = token_logprobs_and_entropy(t.update.logits(t.model, batch),
+                                                     batch.completion_ids,
+                                                     cfg.sampling.temperature)  # [B, T]
+    metrics = mismatch_stats(old_logprobs, batch.old_logprobs, mask)
+    if not correcting:
+        return old_logprobs, None, metrics
+    out = correction(old_logprobs, batch.old_logprobs, mask)
+    return old_logprobs, out.weights, {**metrics, **out.stats}
+
+
 def policy_update(t: Trainer, step: int, batch: PackedBatch, mask: torch.Tensor,
                   advantages: torch.Tensor, old_logprobs: torch.Tensor,
-                  ref_logprobs: torch.Tensor | None) -> dict[str, float]:
+                  ref_logprobs: torch.Tensor | None,
+                  is_weights: torch.Tensor | None = None) -> dict[str, float]:
     """`epochs` passes over `minibatches` slices of the batch, one AdamW step per slice.
     Returns each statistic's mean over the optimizer steps that measured it: the loss,
     rows_trained and grad_norm every step; the forward's statistics (entropy, KL, clip
     fractions, ratios) only steps that ran rows. When none did, those take their value
-    on an empty batch (`unmeasured_stats`), so every step returns the same keys."""
+    on an empty batch (`unmeasured_stats`), so every step returns the same keys.
+    is_weights [B, T]: the rollout correction's token weights (None: none)."""
     a = t.cfg.algorithm
     rows = batch.input_ids.shape[0]
     shuffle = torch.Generator().manual_seed(_sampling_seed(t.cfg.seed, step, 10_000))
@@ -178,8 +205,8 @@ def policy_update(t: Trainer, step: int, batch: PackedBatch, mask: torch.Tensor,
         order = torch.randperm(rows, generator=shuffle) if a.minibatches > 1 else torch.arange(rows)
         for index in order.to(mask.device).chunk(a.minibatches):
             stats = minibatch_step(t, batch.rows(index), mask[index], advantages[index],
-                                   old_logprobs[index],
-                                   None if ref_logprobs is None else ref_logprobs[index])
+                                   old_logprobs[index], _rows(ref_logprobs, index),
+                                   _rows(is_weights, index))
             for name, value in stats.items():
                 totals[name] = totals.get(name, 0.0) + value
                 counts[name] = counts.get(name, 0) + 1
@@ -198,7 +225,8 @@ def unmeasured_stats(t: Trainer, with_kl: bool) -> dict[str, float]:
 
 
 def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantages: torch.Tensor,
-                   old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor | None) -> dict[str, float]:
+                   old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor | None,
+                   is_weights: torch.Tensor | None = None) -> dict[str, float]:
     """Loss = the clipped surrogate and the further terms (+ beta * KL, - entropy bonus),
     aggregated; one AdamW step.
 
@@ -214,7 +242,7 @@ def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantage
     t.optimizer.zero_grad(set_to_none=True)
     if rows.numel():
         stats = accumulate_gradients(t, rows, batch, mask, normalizer, advantages,
-                                     old_logprobs, ref_logprobs)
+                                     old_logprobs, ref_logprobs, is_weights)
     else:  # nothing to learn from: a zero gradient, and AdamW still steps as it would
         for p in t.model.parameters():
             if p.requires_grad:
@@ -232,7 +260,8 @@ def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantage
 def accumulate_gradients(t: Trainer, rows: torch.Tensor, batch: PackedBatch,
                          mask: torch.Tensor, normalizer: torch.Tensor,
                          advantages: torch.Tensor, old_logprobs: torch.Tensor,
-                         ref_logprobs: torch.Tensor | None) -> dict[str, float]:
+                         ref_logprobs: torch.Tensor | None,
+                         is_weights: torch.Tensor | None = None) -> dict[str, float]:
     """Forward and backward over `rows` [b'] of the minibatch, in micro-batches of at
     most `algorithm.micro_batch_rows` rows / `micro_batch_tokens` tokens; gradients add
     up in `.grad`. Every piece weights its tokens by the minibatch's `normalizer`, and
@@ -246,7 +275,7 @@ def accumulate_gradients(t: Trainer, rows: torch.Tensor, batch: PackedBatch,
         stats = _loss_backward(t, batch.rows(piece), piece_mask,
                                t.algo.aggregate.weights(piece_mask, normalizer),
                                advantages[piece], old_logprobs[piece],
-                               None if ref_logprobs is None else ref_logprobs[piece])
+                               _rows(ref_logprobs, piece), _rows(is_weights, piece))
         parts.append((stats, float((piece_mask > 0).sum()) if len(pieces) > 1 else 0.0))
     return parts[0][0] if len(parts) == 1 else combine_stats(parts, t.algo.stat_reductions)
 
@@ -274,14 +303,16 @@ def rows_with_signal(t: Trainer, mask: torch.Tensor, advantages: torch.Tensor) -
 
 def _loss_backward(t: Trainer, batch: PackedBatch, mask: torch.Tensor, weights: torch.Tensor,
                    advantages: torch.Tensor, old_logprobs: torch.Tensor,
-                   ref_logprobs: torch.Tensor | None) -> dict[str, float]:
+                   ref_logprobs: torch.Tensor | None,
+                   is_weights: torch.Tensor | None = None) -> dict[str, float]:
     temperature = t.cfg.sampling.temperature
     # One pass over the logits rows gives both; entropy is differentiable, and costs no
     # backward work unless an entropy bonus uses it.
     logprobs, entropy = token_logprobs_and_entropy(t.update.logits(t.model, batch),
                                                    batch.completion_ids, temperature)  # [b, T]
     out = t.algo.policy_loss(logprobs, old_logprobs, advantages.to(logprobs.dtype), mask)
-    loss = weighted_sum(out.loss, mask, weights)
+    per_token = out.loss if is_weights is None else out.loss * is_weights  # [b, T]
+    loss = weighted_sum(per_token, mask, weights)
     stats = {name: float(value) for name, value in out.stats.items()}
     stats["policy_loss"] = float(loss.detach())
     inputs = loss_terms.TermInputs(logprobs, entropy, mask, ref_logprobs)
@@ -327,6 +358,11 @@ def rollout_lines(step: int, groups: Groups, rewards: torch.Tensor,
                           "length": len(c.token_ids), "verdict": v.to_dict(),
                           "reward": float(rewards[p, g]), "advantage": float(advantages[p, g])})
     return lines
+
+
+def _rows(values: torch.Tensor | None, index: torch.Tensor) -> torch.Tensor | None:
+    """values[index], or None for a tensor that is not there (no reference, no weights)."""
+    return None if values is None else values[index]
 
 
 def _sampling_seed(seed: int, step: int, draw: int) -> int:
