@@ -13,6 +13,7 @@ import json
 import math
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -140,3 +141,46 @@ def test_a_correction_needs_pi_old_recomputed():
     cfg = tiny_config("algorithm.rollout_correction=tis",
                       "algorithm.rollout_correction.threshold=1.5")
     assert cfg.algorithm.rollout_correction.options == {"threshold": 1.5}
+
+
+def test_weights_follow_their_rows_through_micro_batches():
+    """Weight 1 on even rows and 0 on odd rows, run in micro-batches of 3 rows (which
+    mix both), gives exactly the gradient of the even rows alone without weights, the
+    whole minibatch's normaliser in both: each piece got its own rows' weights."""
+    import torch
+
+    from rlvr.rollout.base import SamplingParams
+    from rlvr.training.algorithm import build_algorithm
+    from rlvr.training.batch import pack
+    from rlvr.training.loop import accumulate_gradients
+    from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
+    from rlvr.update_paths.paths import UpdatePath
+
+    torch.manual_seed(0)
+    tokenizer = char_tokenizer()
+    model = tiny_llama(tokenizer, TinyModelSpec(hidden_size=32, intermediate_size=64,
+                                                num_layers=1, num_heads=2))
+    groups = HFRolloutEngine(model, tokenizer).generate(
+        ["abc", "12+34="], 4, SamplingParams(max_new_tokens=8, temperature=1.0, seed=3))
+    batch = pack([c for g in groups for c in g], tokenizer.pad_token_id, torch.device("cpu"))
+    mask = batch.mask.float()
+    advantages = torch.tensor([1.0, -0.5, 0.7, 2.0, -1.0, 0.3, -0.2, 0.9])
+    even = torch.arange(0, 8, 2)
+    weights = torch.zeros_like(mask)
+    weights[even] = 1.0
+
+    def grads(micro: str, rows, is_weights):
+        cfg = tiny_config(micro)
+        t = SimpleNamespace(cfg=cfg, model=model, update=UpdatePath(),
+                            algo=build_algorithm(cfg.algorithm, cfg.sampling.max_new_tokens))
+        model.zero_grad(set_to_none=True)
+        stats = accumulate_gradients(t, rows, batch, mask, t.algo.aggregate.normalizer(mask),
+                                     advantages, batch.old_logprobs, None, is_weights)
+        return stats, {n: p.grad.clone() for n, p in model.named_parameters()}
+
+    weighted_stats, weighted = grads("algorithm.micro_batch_rows=3", torch.arange(8), weights)
+    alone_stats, alone = grads("algorithm.micro_batch_rows=0", even, None)
+    assert weighted_stats["policy_loss"] == pytest.approx(alone_stats["policy_loss"], rel=1e-5)
+    assert alone_stats["policy_loss"] != 0
+    for name, grad in alone.items():
+        torch.testing.assert_close(weighted[name], grad, rtol=1e-5, atol=1e-7)
