@@ -42,8 +42,11 @@ def off_engine(monkeypatch):
 
 
 def test_engines_by_name_and_their_declarations():
-    assert factory.engine_names() == ["hf"]
+    assert factory.engine_names() == ["hf", "vllm"]
     assert factory.declared_capabilities("hf") == EngineCapabilities(True, True)
+    # vLLM's kernels are not the trainer's: pi_old is recomputed, nothing is replayed
+    # (declared without importing vllm, which this environment may lack)
+    assert factory.declared_capabilities("vllm") == EngineCapabilities(False, False)
     tokenizer = char_tokenizer()
     engine = factory.build_engine("hf", tiny_llama(tokenizer), tokenizer,
                                   factory.EngineOptions(max_batch_rows=8))
@@ -55,8 +58,9 @@ def test_engines_by_name_and_their_declarations():
 
 
 def test_unknown_engine_fails_at_config_load():
-    with pytest.raises(ConfigError, match=r"sampling\.engine: unknown engine 'vllm' \(known: hf\)"):
-        tiny_config("sampling.engine=vllm")
+    with pytest.raises(ConfigError,
+                       match=r"sampling\.engine: unknown engine 'sglang' \(known: hf, vllm\)"):
+        tiny_config("sampling.engine=sglang")
 
 
 def test_recompute_follows_the_engine(off_engine):

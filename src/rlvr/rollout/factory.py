@@ -10,14 +10,15 @@ imported only when named, so a config can be checked without loading torch kerne
 from __future__ import annotations
 
 import importlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from rlvr.rollout.base import EngineCapabilities, RolloutEngine
 
 # name -> "module:Class"; the class has CAPABILITIES (what it can do at best) and a
 # constructor (model, tokenizer, **EngineOptions fields).
-ENGINES: dict[str, str] = {"hf": "rlvr.rollout.hf:HFRolloutEngine"}
+ENGINES: dict[str, str] = {"hf": "rlvr.rollout.hf:HFRolloutEngine",
+                           "vllm": "rlvr.rollout.vllm_engine:VLLMEngine"}
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class EngineOptions:
     max_batch_rows: int = 512
     fast_decode: bool = True
     activation_budget_gb: float = 2.0
+    vllm: Any = None  # rlvr.rollout.vllm_engine.VLLMSettings (engine=vllm only)
 
 
 def register_engine(name: str, target: str) -> None:
@@ -51,4 +53,11 @@ def declared_capabilities(name: str) -> EngineCapabilities:
 
 def build_engine(name: str, model: Any, tokenizer: Any,
                  options: EngineOptions = EngineOptions()) -> RolloutEngine:
-    return engine_class(name)(model, tokenizer, **asdict(options))
+    """An engine class with `from_options` reads what it needs from `options`; others
+    take the in-process decode settings as keyword arguments."""
+    cls = engine_class(name)
+    if hasattr(cls, "from_options"):
+        return cls.from_options(model, tokenizer, options)
+    return cls(model, tokenizer, max_batch_rows=options.max_batch_rows,
+               fast_decode=options.fast_decode,
+               activation_budget_gb=options.activation_budget_gb)

@@ -99,6 +99,44 @@ class PromptConfig:
 
 
 @dataclass
+class VLLMConfig:
+    """The vLLM engine's settings (sampling.engine=vllm; rlvr.rollout.vllm_engine)."""
+
+    mode: Literal["colocate", "server"] = _doc(
+        "colocate: vllm.LLM in this process (run rlvr from the vLLM environment, "
+        "`make vllm-env`); server: a vLLM server driven over HTTP (`rlvr vllm-serve`)",
+        default="colocate")
+    url: str = _doc("server mode: the server's address", default="http://127.0.0.1:8100")
+    sync: Literal["auto", "file", "direct"] = _doc(
+        "weight sync after each update: file (safetensors in a RAM-backed directory, "
+        "vLLM's reload path), direct (colocated: the tensors in place, device to device "
+        "on a GPU); auto = direct when colocated on a GPU, else file", default="auto")
+    sync_dir: str = _doc("where file syncs write (\"\" = /dev/shm when present)", default="")
+    sync_check_tolerance: float = _doc(
+        "after each sync vLLM scores a probe sequence; a mean |dlogprob| against the "
+        "trainer above this stops the run (stale weights); 0 = no probe", default=0.05)
+    dtype: str = _doc("vLLM's dtype (\"\" = the trainer model's)", default="")
+    max_model_len: int = _doc("longest prompt + completion vLLM accepts", default=2048)
+    kv_cache_gb: float = _doc("CPU: memory for vLLM's KV cache", default=1.0)
+    gpu_memory_utilization: float = _doc("GPU: share of device memory vLLM may hold",
+                                         default=0.3)
+    sleep: bool | None = _doc("free vLLM's KV cache between generations (colocated; null = "
+                              "on a GPU only)", default=None)
+    timeout_s: float = _doc("server mode: seconds one request may take", default=600.0)
+
+    def validate(self) -> None:
+        if self.sync == "direct" and self.mode != "colocate":
+            raise ConfigError("direct needs mode=colocate (a server loads files)", "sync")
+        if self.sync_check_tolerance < 0:
+            raise ConfigError("must be >= 0 (0 = no probe)", "sync_check_tolerance")
+        if self.kv_cache_gb <= 0 or not 0 < self.gpu_memory_utilization <= 1:
+            raise ConfigError("kv_cache_gb must be > 0 and gpu_memory_utilization in (0, 1]",
+                              "kv_cache_gb")
+        if not self.url.startswith(("http://", "https://")):
+            raise ConfigError(f"must be an http(s) URL, got {self.url!r}", "url")
+
+
+@dataclass
 class SamplingConfig:
     prompts_per_step: int = _doc("problems per generation batch", default=32)
     group_size: int = _doc("completions sampled per problem (G)", default=8)
@@ -123,7 +161,9 @@ class SamplingConfig:
                                        "may take (~0.6 MB per token for a 135M model); "
                                        "a call needing more keeps none", default=2.0)
     engine: str = _doc("rollout engine by name (rlvr.rollout.factory): hf = transformers "
-                       "model in this process", default="hf")
+                       "model in this process; vllm = vLLM (sampling.vllm)", default="hf")
+    vllm: VLLMConfig = _doc("the vLLM engine's settings (engine=vllm)",
+                            default_factory=VLLMConfig)
 
     def validate(self) -> None:
         if self.temperature <= 0:

