@@ -50,6 +50,11 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p.add_argument("--base-model", default=None, help="base model dir for a LoRA adapter whose "
                    "adapter_config.json names no local base")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    p.add_argument("--engine", choices=("hf", "vllm"), default="hf", help="rollout engine: "
+                   "hf (transformers, this process) or vllm (colocated: rlvr run from the "
+                   "vLLM environment, `make vllm-env`; or --vllm-url for a server)")
+    p.add_argument("--vllm-url", default=None, help="with --engine vllm: a server started "
+                   "by `rlvr vllm-serve` (default: colocated vllm.LLM)")
     p.add_argument("--workers", type=int, default=None, help="verifier processes (default: "
                    "all cores)")
     p.add_argument("--prompt-style", choices=("plain", "chat"), default=None, help="prompt "
@@ -123,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         settings.validate()
         if (args.model is None) == (args.samples is None):
             raise ValueError("give MODEL_OR_RUN or --samples FILE (one of them)")
+        _check_engine_args(args)
         records = load_dataset(args.dataset, args.data_dir, args.limit,
                                default_verifier=args.verifier)
         if args.samples:
@@ -188,7 +194,6 @@ def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: lis
     from rlvr.evaluation.progress import Progress
     from rlvr.evaluation.report import format_table, write_results
     from rlvr.evaluation.runner import evaluate
-    from rlvr.rollout.hf import HFRolloutEngine
     from rlvr.verifiers.pool import VerifierPool
 
     hf_logging.disable_progress_bar()  # our own progress line is enough
@@ -205,13 +210,43 @@ def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: lis
     if args.stop is None and prompt.style == "plain":
         settings = replace(settings, stop=plain_stops(args.dataset))
     info = {"dataset": args.dataset, "model": source.describe(), "limit": args.limit,
-            "prompt": asdict(prompt)}
+            "prompt": asdict(prompt), "engine": args.engine}
     progress = Progress(label=f"eval {args.dataset}", enabled=not args.quiet)
     with VerifierPool(workers=args.workers,
                       preload=sorted({r.verifier for r in records})) as pool:
-        result = evaluate(HFRolloutEngine(model, tokenizer), records, render,
-                          settings, pool=pool, categories=categories, progress=progress,
-                          info=info)
+        engine = _engine(args, model, tokenizer)
+        try:
+            result = evaluate(engine, records, render, settings, pool=pool,
+                              categories=categories, progress=progress, info=info)
+        finally:
+            getattr(engine, "close", lambda: None)()
     print(format_table(result))
     print(f"results: {write_results(result, output)}")
     return 0
+
+
+def _engine(args: argparse.Namespace, model: Any, tokenizer: Any) -> Any:
+    """The rollout engine --engine names (rlvr.rollout.factory), on the loaded model."""
+    from rlvr.rollout.factory import EngineOptions, build_engine
+
+    vllm = None
+    if args.engine == "vllm":
+        from rlvr.rollout.vllm_engine import VLLMSettings
+
+        vllm = VLLMSettings(mode="server" if args.vllm_url else "colocate",
+                            url=args.vllm_url or VLLMSettings.url, seed=args.seed)
+    return build_engine(args.engine, model, tokenizer, EngineOptions(vllm=vllm))
+
+
+def _check_engine_args(args: argparse.Namespace) -> None:
+    """Engine flags that cannot work, before any model loads."""
+    if args.vllm_url and args.engine != "vllm":
+        raise ValueError("--vllm-url needs --engine vllm")
+    if args.engine == "vllm" and not args.vllm_url:
+        from rlvr.rollout.vllm_env import BUILD_COMMAND, vllm_importable
+
+        if not vllm_importable():
+            raise ValueError("--engine vllm without --vllm-url runs vLLM in this process, "
+                             "and this Python cannot import vllm: run rlvr from the vLLM "
+                             f"environment (`{BUILD_COMMAND}`, then .venv-vllm/bin/rlvr), or "
+                             "start a server with `rlvr vllm-serve` and pass --vllm-url")

