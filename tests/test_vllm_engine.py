@@ -67,6 +67,8 @@ def test_engine_refuses_bad_mode_and_sync_before_connecting(tmp_path):
     with pytest.raises(ValueError, match="sync must be auto, file or direct"):
         VLLMEngine(model, tok, VLLMSettings(mode="server", url=url, sync="rsync",
                                             sync_dir=str(tmp_path)))
+    with pytest.raises(ValueError, match="mode must be colocate or server, got 'remote'"):
+        VLLMEngine(model, tok, VLLMSettings(mode="remote", url=url, sync_dir=str(tmp_path)))
 
 
 def test_lora_model_is_refused_before_vllm_starts(tmp_path):
