@@ -77,6 +77,13 @@ class VLLMEngine:
         self.workdir = Path(tempfile.mkdtemp(prefix="rlvr-vllm-", dir=_sync_root(settings)))
         self._probe: list[int] | None = None
         self.last_sync_seconds = 0.0
+        try:
+            self._start(model, tokenizer, settings)
+        except BaseException:  # a snapshot in /dev/shm must not outlive a failed start
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
+
+    def _start(self, model: Any, tokenizer: Any, settings: VLLMSettings) -> None:
         if settings.mode == "colocate":
             self.backend = _colocated(model, tokenizer, settings, self.workdir, self.device)
             self.version = self.backend.version
@@ -251,6 +258,8 @@ def _check_served_model(health: dict[str, Any], model: Any, url: str) -> None:
                          f"vocabulary of {health['vocab_size']}, the trainer's model has "
                          f"{ours.vocab_size}: start it with the trainer's model")
     theirs = set(health.get("architectures") or [])
-    if theirs and not theirs & set(ours.architectures or []):
+    # a model built in memory (the tiny Llama) names no architectures: its class does
+    mine = set(ours.architectures or [type(model).__name__])
+    if theirs and not theirs & mine:
         raise ValueError(f"the vLLM server at {url} serves {sorted(theirs)}, the trainer's "
-                         f"model is {ours.architectures}")
+                         f"model is {sorted(mine)}")

@@ -55,13 +55,14 @@ def thread_binding() -> str:
     return ",".join(str(c) for c in cores) if len(cores) > 1 else str(cores[0])
 
 
-def check_architecture(model_dir: str) -> None:
+def check_architecture(model_dir: str) -> dict[str, Any]:
     """Fail before vLLM starts (tens of seconds) when it has no implementation of the
-    model's architecture, naming the directory and the architecture."""
+    model's architecture, naming the directory and the architecture. Returns config.json."""
     config_file = Path(model_dir) / "config.json"
     if not config_file.is_file():
         raise VLLMLoadError(f"vLLM cannot load {model_dir}: no config.json there")
-    architectures = json.loads(config_file.read_text()).get("architectures") or []
+    config = json.loads(config_file.read_text())
+    architectures = config.get("architectures") or []
     from vllm import ModelRegistry
 
     supported = set(ModelRegistry.get_supported_archs())
@@ -69,6 +70,7 @@ def check_architecture(model_dir: str) -> None:
         raise VLLMLoadError(f"vLLM cannot load {model_dir}: architecture "
                             f"{architectures or '(none in config.json)'} is not one vLLM "
                             "implements")
+    return config
 
 
 class VLLMRunner:
@@ -77,13 +79,16 @@ class VLLMRunner:
     def __init__(self, settings: RunnerSettings) -> None:
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", thread_binding())
-        check_architecture(settings.model)
+        config = check_architecture(settings.model)
         from vllm import LLM
 
         self.settings = settings
         self.version = 0  # weight loads since start; the engine checks each sync moved it
+        # no longer than the model's own positions (the tiny Llama has 64)
+        longest = config.get("max_position_embeddings") or settings.max_model_len
         kwargs: dict[str, Any] = dict(
-            model=settings.model, dtype=settings.dtype, max_model_len=settings.max_model_len,
+            model=settings.model, dtype=settings.dtype,
+            max_model_len=min(settings.max_model_len, longest),
             seed=settings.seed, enforce_eager=settings.enforce_eager,
             logprobs_mode="processed_logprobs", enable_sleep_mode=settings.sleep)
         if _on_cpu():
@@ -95,6 +100,9 @@ class VLLMRunner:
         threads = torch.get_num_threads()
         try:
             self.llm = LLM(**kwargs)
+            # some shapes load and fail only at the first forward (CPU attention kernels
+            # with head_dim 16): one token now, so that failure names the model too
+            self.llm.generate([{"prompt_token_ids": [0]}], use_tqdm=False)
         except Exception as exc:  # vLLM's own errors are many and deep: name the model
             raise VLLMLoadError(f"vLLM cannot load the model at {settings.model}: "
                                 f"{type(exc).__name__}: {exc}") from exc
@@ -120,8 +128,8 @@ class VLLMRunner:
         self.wake()
         greedy = params["temperature"] <= 0
         seed = params.get("seed")
-        requests = [SamplingParams(
-            n=n, max_tokens=params["max_new_tokens"],
+        requests = [SamplingParams(  # vLLM refuses n > 1 greedy: one, copied below
+            n=1 if greedy else n, max_tokens=params["max_new_tokens"],
             temperature=0.0 if greedy else params["temperature"],
             top_p=1.0 if greedy else params.get("top_p", 1.0),
             top_k=0 if greedy or not params.get("top_k") else params["top_k"],
@@ -131,6 +139,8 @@ class VLLMRunner:
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts],
                                     requests, use_tqdm=False)
         result = [[_sample(c, greedy) for c in out.outputs] for out in outputs]
+        if greedy:
+            result = [[dict(group[0]) for _ in range(n)] for group in result]
         self.maybe_sleep()
         return result
 

@@ -72,42 +72,47 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     model, tokenizer = load_policy(cfg.model, cfg.seed, checkpoint)
     renderer = prompt_renderer(cfg.prompt, tokenizer)
     engine = build_engine(cfg.sampling.engine, model, tokenizer, engine_options(cfg))
-    # Chosen once, before the warm-start: a path that cannot run fails here.
-    update = choose_update_path(cfg, model, engine, tokenizer, renderer.render, train_records)
-    verifiers = {cfg.reward.verifier} if cfg.reward.verifier else {r.verifier for r in train_records}
-    with VerifierPool(workers=cfg.reward.workers or None, timeout_s=cfg.reward.timeout_s,
-                      preload=sorted(verifiers)) as pool:
-        plan = eval_plan(cfg)
-        evaluate_now = lambda: evaluate(engine, renderer, pool, held_out,  # noqa: E731
-                                        verifier=cfg.reward.verifier,
-                                        options=cfg.reward.options, plan=plan)
-        log_eval = HeldOutLog(evaluate_now, run, TrainingClock(), wall_origin=started)
-        state: dict[str, Any] = {"elapsed": 0.0}
-        if checkpoint is None:
-            state = _warm_start(cfg, model, tokenizer, renderer, train_records, log_eval,
-                                progress, engine)
-            state["elapsed"] = time.perf_counter() - started
-        trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run)
-        trainer.update = update
-        if checkpoint is None:
-            _checkpoint(trainer, run, 0, state)
-        else:
-            state = load_trainer_state(checkpoint, trainer.optimizer, trainer.scheduler)
-            trainer.order.load_state_dict(state["data"])
-            run.truncate_logs_after(state["step"])
-            progress.message(f"resuming {run.path} from step {state['step']}")
-        # After the step-0 checkpoint (which then holds no all-zero moments) and a resume
-        # (whose state is loaded): the moments now, below every step's temporaries.
-        allocate_state(trainer.optimizer)
-        # Everything built so far (model, tokenizer, data, modules imported) lives for the
-        # whole run: freezing it keeps Python's full collections from re-scanning it,
-        # which cost ~0.16 s every few steps on SmolLM2 (CPython's gc.freeze).
-        gc.collect()
-        gc.freeze()
-        try:
-            summary = _rl_steps(trainer, run, state, log_eval, progress)
-        finally:
-            gc.unfreeze()  # train() may be called again in this process (tests, notebooks)
+    try:  # an engine with its own process state (vLLM: files in /dev/shm) is closed
+        # Chosen once, before the warm-start: a path that cannot run fails here.
+        update = choose_update_path(cfg, model, engine, tokenizer, renderer.render,
+                                    train_records)
+        verifiers = ({cfg.reward.verifier} if cfg.reward.verifier
+                     else {r.verifier for r in train_records})
+        with VerifierPool(workers=cfg.reward.workers or None, timeout_s=cfg.reward.timeout_s,
+                          preload=sorted(verifiers)) as pool:
+            plan = eval_plan(cfg)
+            evaluate_now = lambda: evaluate(engine, renderer, pool, held_out,  # noqa: E731
+                                            verifier=cfg.reward.verifier,
+                                            options=cfg.reward.options, plan=plan)
+            log_eval = HeldOutLog(evaluate_now, run, TrainingClock(), wall_origin=started)
+            state: dict[str, Any] = {"elapsed": 0.0}
+            if checkpoint is None:
+                state = _warm_start(cfg, model, tokenizer, renderer, train_records, log_eval,
+                                    progress, engine)
+                state["elapsed"] = time.perf_counter() - started
+            trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run)
+            trainer.update = update
+            if checkpoint is None:
+                _checkpoint(trainer, run, 0, state)
+            else:
+                state = load_trainer_state(checkpoint, trainer.optimizer, trainer.scheduler)
+                trainer.order.load_state_dict(state["data"])
+                run.truncate_logs_after(state["step"])
+                progress.message(f"resuming {run.path} from step {state['step']}")
+            # After the step-0 checkpoint (which then holds no all-zero moments) and a resume
+            # (whose state is loaded): the moments now, below every step's temporaries.
+            allocate_state(trainer.optimizer)
+            # Everything built so far (model, tokenizer, data, modules imported) lives for the
+            # whole run: freezing it keeps Python's full collections from re-scanning it,
+            # which cost ~0.16 s every few steps on SmolLM2 (CPython's gc.freeze).
+            gc.collect()
+            gc.freeze()
+            try:
+                summary = _rl_steps(trainer, run, state, log_eval, progress)
+            finally:
+                gc.unfreeze()  # train() may be called again in this process (tests, notebooks)
+    finally:
+        getattr(engine, "close", lambda: None)()
     summary["wall_seconds"] = state["elapsed"]
     run.write_summary(summary)
     return summary
