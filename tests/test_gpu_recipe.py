@@ -5,6 +5,7 @@ no vllm engine is registered, and it refuses to run (exit 3) without CUDA."""
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,27 @@ def test_no_cuda_means_no_numbers():
                           capture_output=True, text=True)
     assert done.returncode == NO_GPU_EXIT
     assert "no CUDA device" in done.stderr and "gpu:" not in done.stdout
+
+
+def test_vllm_recipe_overrides_load_on_the_gsm8k_config():
+    """What gpu_recipe.py runs when vllm imports (benchmarks/gpu_vllm.sh): a valid config
+    whose vLLM engine syncs device to device and sleeps between generations on a GPU."""
+    cfg = load_config(TrainConfig, REPO / "configs" / "gsm8k.yaml",
+                      recipe_overrides(_args(), "vllm"))
+    assert cfg.sampling.engine == "vllm" and cfg.sampling.vllm.mode == "colocate"
+    from rlvr.rollout.vllm_engine import VLLMSettings, _sync_mode
+
+    settings = VLLMSettings(**{k: getattr(cfg.sampling.vllm, k)
+                               for k in ("mode", "sync", "sleep")})
+    assert _sync_mode(settings, torch.device("cuda")) == "direct"
+    assert _sync_mode(settings, torch.device("cpu")) == "file"
+
+
+def test_gpu_vllm_script_without_cuda_measures_nothing():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA, so the script would run for real")
+    done = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_vllm.sh")],
+                          capture_output=True, text=True,
+                          env={**os.environ, "PYTHON": sys.executable})
+    assert done.returncode == NO_GPU_EXIT
+    assert "no CUDA device" in done.stderr and "passed" not in done.stdout

@@ -606,3 +606,56 @@ def test_colocated_run_logs_sync_time_mismatch_and_correction(colocated_run):
 @needs_vllm
 def test_colocated_run_releases_its_sync_directory(colocated_run):
     assert list(colocated_run.sync_dir.iterdir()) == []
+
+
+# -- rlvr eval --engine vllm ----------------------------------------------------------
+
+def _eval_tasks(tmp_path: Path) -> Path:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"prompt": p, "reference": "2", "verifier": "exact"})
+                             + "\n" for p in ("1+1=", "7*3=", "9-4=", "12+30=")))
+    return tasks
+
+
+def test_eval_engine_flags_are_checked_before_loading(tmp_path):
+    """--vllm-url without --engine vllm, and a colocated vllm where vllm is absent,
+    exit 2 with the reason (no model is loaded: the model path does not exist)."""
+    from cli_helpers import run_cli
+
+    tasks = _eval_tasks(tmp_path)
+    missing = str(tmp_path / "no-model")
+    result = run_cli("eval", missing, "--dataset", str(tasks), "--vllm-url",
+                     "http://127.0.0.1:1", timeout=120)
+    assert result.returncode == 2 and "--vllm-url needs --engine vllm" in result.stderr
+    if not vllm_importable():
+        result = run_cli("eval", missing, "--dataset", str(tasks), "--engine", "vllm",
+                         timeout=120)
+        assert result.returncode == 2 and "make vllm-env" in result.stderr
+
+
+@needs_vllm
+def test_eval_with_vllm_gives_the_hf_engines_greedy_answers(tmp_path):
+    """`rlvr eval --engine vllm` (colocated, in its own process) on a task file: the same
+    greedy completions, verdicts and accuracy as `--engine hf` on the same model."""
+    from cli_helpers import run_cli
+
+    from rlvr.training.tiny import build_tiny
+
+    model_dir = build_tiny(tmp_path / "model", TinyModelSpec(**ENGINE_SHAPE), seed=3)
+    tasks = _eval_tasks(tmp_path)
+    results = {}
+    for engine in ("hf", "vllm"):
+        out = tmp_path / f"{engine}.json"
+        result = run_cli("eval", str(model_dir), "--dataset", str(tasks), "--engine", engine,
+                         "--max-new-tokens", "8", "--workers", "1", "--quiet",
+                         "--output", str(out), timeout=300)
+        assert result.returncode == 0, result.stderr[-2000:]
+        results[engine] = json.loads(out.read_text())
+    hf, vllm = results["hf"], results["vllm"]
+    assert vllm["config"]["engine"] == "vllm" and hf["config"]["engine"] == "hf"
+
+    def answers(data):
+        return [(a["id"], a["completion"], a["verdict"]["passed"]) for a in data["attempts"]]
+    assert answers(vllm) == answers(hf) and len(answers(hf)) == 4
+    assert any(text for _, text, _ in answers(hf))  # something was generated
+    assert vllm["metrics"]["greedy/accuracy"] == hf["metrics"]["greedy/accuracy"]

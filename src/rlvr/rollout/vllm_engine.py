@@ -81,6 +81,8 @@ class VLLMEngine:
         self.workdir = Path(tempfile.mkdtemp(prefix="rlvr-vllm-", dir=_sync_root(settings)))
         self._probe: list[int] | None = None
         self.last_sync_seconds = 0.0
+        # the last sync's parts, logged by the trainer: write (file), load (vLLM), check
+        self.sync_stats: dict[str, float] = {}
         try:
             self._start(model, tokenizer, settings)
         except BaseException:  # a snapshot in /dev/shm must not outlive a failed start
@@ -136,7 +138,10 @@ class VLLMEngine:
             if self.sync_mode == "direct":
                 answer = self.backend.load_tensors(_named_tensors(model, clone=False))
             else:
-                answer = self.backend.reload_from(_write_weights(model, self.workdir))
+                path = _write_weights(model, self.workdir)
+                written = time.perf_counter()
+                answer = self.backend.reload_from(path)
+                self.sync_stats["sync/write_s"] = written - began
         except Exception as exc:
             raise WeightSyncError(f"weight sync to vLLM failed ({self.sync_mode}): "
                                   f"{type(exc).__name__}: {exc}; the run stops rather "
@@ -146,7 +151,10 @@ class VLLMEngine:
                                   f"{answer['version']} on one sync (another trainer "
                                   "shares this server?)")
         self.version = answer["version"]
+        self.sync_stats["sync/load_s"] = float(answer["seconds"])
+        checked = time.perf_counter()
         self._check_probe(model)
+        self.sync_stats["sync/check_s"] = time.perf_counter() - checked
         self.last_sync_seconds = time.perf_counter() - began
 
     def _check_probe(self, model: Any) -> None:
@@ -190,10 +198,15 @@ def _named_tensors(model: Any, clone: bool) -> list[tuple[str, torch.Tensor]]:
 
 
 def _write_weights(model: Any, workdir: Path) -> str:
+    """One safetensors file in a fresh directory; the previous sync's file is deleted
+    first, never overwritten (vLLM may still map it: truncating a mapped tmpfs file in
+    place cost up to ~1.9 s here against ~0.2 s for a new one)."""
     from safetensors.torch import save_file
 
-    target = workdir / "weights"
-    target.mkdir(exist_ok=True)
+    for old in workdir.glob("weights-*"):
+        shutil.rmtree(old, ignore_errors=True)
+    target = workdir / f"weights-{time.monotonic_ns()}"
+    target.mkdir()
     tensors = dict(_named_tensors(model, clone=False))
     seen: set[int] = set()
     for name, tensor in tensors.items():  # tied tensors share storage: give each its own

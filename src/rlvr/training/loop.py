@@ -102,9 +102,11 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     sync_began = time.perf_counter()
     t.engine.sync_weights(t.model)  # a reference swap here; a checked weight copy for vLLM
     times["weight_sync"] = time.perf_counter() - sync_began
+    sync_parts = dict(getattr(t.engine, "sync_stats", {}))  # an engine that copies weights
 
     metrics = step_metrics(t, step, groups, batch, mask, rewards, update, times, gen_tokens)
     metrics.update(mismatch)
+    metrics.update(sync_parts)
     metrics["time/step"] = time.perf_counter() - began
     metrics["update/path"] = t.update.take_ran()  # the forwards this step's update ran
     rollouts = rollout_lines(step, groups, rewards, advantages) if cfg.log_rollouts else []
