@@ -16,6 +16,8 @@ with `make vllm-env` when missing), which it re-executes itself with.
    vLLM (colocated), rlvr's own engine (fast decode) and transformers' generate; each
    timed `--repeats` times after a warm-up call, median tokens/s (tokens actually
    generated, up to EOS).
+3. Server mode: `rlvr vllm-serve` in a subprocess (loopback), the engine over HTTP:
+   the server's start time, three file syncs, and the same tokens/s measurement.
 
 Last line: `vllm: N steps trained, weight sync S s, mean |dlogprob| after sync D (stale
 D0), tokens/s vllm X vs rlvr Y vs hf Z`. Writes benchmarks/results/vllm-*.json.
@@ -178,12 +180,58 @@ def speed_part(repeats: int) -> dict[str, Any]:
     result = {"rlvr": timed(engine_tokens(HFRolloutEngine(model, tokenizer)), repeats),
               "hf": timed(lambda seed: hf_generate_tokens(model, tokenizer, prompts, seed),
                           repeats)}
+    began = time.perf_counter()
     engine = VLLMEngine(model, tokenizer, VLLMSettings(max_model_len=512))
+    result["vllm_start_s"] = time.perf_counter() - began
     try:
         result["vllm"] = timed(engine_tokens(engine), repeats)
     finally:
         engine.close()
+    del engine
+    result["server"] = server_part(model, tokenizer, engine_tokens, repeats)
     return result
+
+
+def server_part(model: Any, tokenizer: Any, engine_tokens: Any, repeats: int) -> dict[str, Any]:
+    """Server mode: `rlvr vllm-serve` in a subprocess on a loopback port, an engine
+    driven over HTTP: start time, three file syncs of a moved model, tokens/s."""
+    import socket
+
+    import torch
+
+    from rlvr.rollout.vllm_engine import VLLMEngine, VLLMSettings
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = Path(f"/tmp/rlvr-bench-vllm-server-{port}.log")
+    began = time.perf_counter()
+    with log.open("w") as out:
+        server = subprocess.Popen([sys.executable, "-m", "rlvr", "vllm-serve", "--model",
+                                   "smollm2-135m-instruct", "--port", str(port),
+                                   "--max-model-len", "512"], stdout=out, stderr=out,
+                                  env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    try:
+        while "rlvr vllm server ready" not in log.read_text():
+            if server.poll() is not None or time.perf_counter() - began > 600:
+                raise RuntimeError(f"the vLLM server did not start; see {log}")
+            time.sleep(0.5)
+        start_s = time.perf_counter() - began
+        engine = VLLMEngine(model, tokenizer, VLLMSettings(mode="server",
+                                                          url=f"http://127.0.0.1:{port}"))
+        syncs = []
+        for _ in range(3):
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.add_(torch.randn_like(p), alpha=1e-4)
+            engine.sync_weights(model)
+            syncs.append(engine.last_sync_seconds)
+        speed = timed(engine_tokens(engine), repeats)
+        engine.close()
+        return {"start_s": start_s, "sync_s": syncs, **speed}
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 def main(argv: list[str]) -> int:
@@ -205,9 +253,12 @@ def main(argv: list[str]) -> int:
     for r in records:
         print(f"sync {r['sync_s']:.2f} s   D {r['D']:.2e}   D0 {r['D0']:.2e}   "
               f"({r['tokens']} tokens)")
-    for name in ("vllm", "rlvr", "hf"):
+    for name in ("vllm", "rlvr", "hf", "server"):
         rates = ", ".join(f"{x:.0f}" for x in speed[name]["all"])
-        print(f"{name:5s} tokens/s median {speed[name]['median']:.0f} ({rates})")
+        print(f"{name:6s} tokens/s median {speed[name]['median']:.0f} ({rates})")
+    served = speed["server"]
+    print(f"vLLM start: colocated {speed['vllm_start_s']:.0f} s, server {served['start_s']:.0f} "
+          f"s; server-mode file syncs {', '.join(f'{x:.2f}' for x in served['sync_s'])} s")
     out = HERE / "results" / time.strftime("vllm-%Y%m%d-%H%M.json")
     out.write_text(json.dumps(report, indent=1, default=str))
     print(f"results: {out}")
