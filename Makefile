@@ -43,4 +43,4 @@ $(VLLM_VENV)/.installed: pyproject.toml
 vllm-env: $(VLLM_VENV)/.installed
 
 test-vllm: $(VLLM_VENV)/.installed
-	$(VLLM_VENV)/bin/python -m pytest -q tests/test_vllm_engine.py
+	$(VLLM_VENV)/bin/python -m pytest -q tests/test_vllm_engine.py tests/test_vllm_server.py

