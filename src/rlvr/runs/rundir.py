@@ -98,6 +98,32 @@ class RunDir:
                                                 for r in kept))
 
 
+class ReadOnlyRunDir(RunDir):
+    """The run directory as a rank other than 0 sees it (torchrun): it reads the config
+    and checkpoints; rank 0 alone writes logs, evaluations and the summary."""
+
+    def create(self) -> "RunDir":
+        return self
+
+    def append_metrics(self, record: dict[str, Any]) -> None:
+        pass
+
+    def append_evals(self, record: dict[str, Any]) -> None:
+        pass
+
+    def write_eval_answers(self, step: int, answers: Iterable[dict[str, Any]]) -> None:
+        pass
+
+    def append_rollouts(self, records: Iterable[dict[str, Any]]) -> None:
+        pass
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        pass
+
+    def truncate_logs_after(self, step: int) -> None:
+        pass
+
+
 def _append_lines(path: Path, records: Iterable[dict[str, Any]]) -> None:
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     with open(path, "a", encoding="utf-8") as handle:

@@ -46,18 +46,28 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+OPTIMIZER_DCP = "optimizer"  # a distributed run's AdamW state (torch.distributed.checkpoint)
+
+
+def staging_dir(directory: Path, step: int) -> Path:
+    return directory / f".tmp-{PREFIX}{step:06d}"
+
+
 def save_checkpoint(directory: Path, step: int, model: Any, tokenizer: Any,
-                    optimizer: torch.optim.Optimizer, scheduler: Any,
-                    state: dict[str, Any], keep: int = 0) -> Path:
-    """Write checkpoint `step` under `directory` atomically; keep the newest `keep` (0 = all)."""
+                    optimizer: torch.optim.Optimizer | None, scheduler: Any,
+                    state: dict[str, Any], keep: int = 0, staged: bool = False) -> Path:
+    """Write checkpoint `step` under `directory` atomically; keep the newest `keep` (0 = all).
+    optimizer None: its state is already in the staging dir (OPTIMIZER_DCP, written by
+    every rank of a distributed run; `staged` then says the dir exists already)."""
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"{PREFIX}{step:06d}"
-    staging = directory / f".tmp-{PREFIX}{step:06d}"
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = staging_dir(directory, step)
+    if not staged:
+        shutil.rmtree(staging, ignore_errors=True)
     model.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
-    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "torch_rng": torch.get_rng_state(),
+    torch.save({"optimizer": None if optimizer is None else optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
                staging / "trainer_state.pt")
     (staging / "state.json").write_text(json.dumps({"step": step, **state, "rng": capture_rng()}),
@@ -91,10 +101,17 @@ def latest_checkpoint(directory: Path) -> Path | None:
 
 
 def load_trainer_state(checkpoint: Path, optimizer: torch.optim.Optimizer,
-                       scheduler: Any) -> dict[str, Any]:
-    """Restore optimizer, scheduler and every RNG from `checkpoint`; return state.json."""
+                       scheduler: Any, model: Any = None) -> dict[str, Any]:
+    """Restore optimizer, scheduler and every RNG from `checkpoint`; return state.json.
+    A distributed run's optimizer state (OPTIMIZER_DCP) loads onto `model`'s ranks,
+    whatever their number (one process included)."""
     blob = torch.load(checkpoint / "trainer_state.pt", map_location="cpu", weights_only=True)
-    optimizer.load_state_dict(blob["optimizer"])
+    if blob["optimizer"] is None:
+        from rlvr.distributed.fsdp import load_optimizer
+
+        load_optimizer(model, optimizer, checkpoint / OPTIMIZER_DCP)
+    else:
+        optimizer.load_state_dict(blob["optimizer"])
     scheduler.load_state_dict(blob["scheduler"])
     state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
     restore_rng(state["rng"], blob["torch_rng"], blob["cuda_rng"])

@@ -160,6 +160,10 @@ class SamplingConfig:
     activation_memory_gb: float = _doc("most memory one decode call's kept activations "
                                        "may take (~0.6 MB per token for a 135M model); "
                                        "a call needing more keeps none", default=2.0)
+    generation_shards: int = _doc(
+        "split each step's prompts into this many contiguous shards, each sampled with a "
+        "seed of its own (one per rank under torchrun, which raises it to the number of "
+        "ranks); a process with N shards samples what N ranks sample", default=1)
     engine: str = _doc("rollout engine by name (rlvr.rollout.factory): hf = transformers "
                        "model in this process; vllm = vLLM (sampling.vllm)", default="hf")
     vllm: VLLMConfig = _doc("the vLLM engine's settings (engine=vllm)",
@@ -176,6 +180,9 @@ class SamplingConfig:
             raise ConfigError("must be in (0, 1]", "top_p")
         if self.activation_memory_gb < 0:
             raise ConfigError("must be >= 0 (0 keeps no activations)", "activation_memory_gb")
+        if self.generation_shards < 1 or self.prompts_per_step % self.generation_shards:
+            raise ConfigError(f"must be >= 1 and divide prompts_per_step="
+                              f"{self.prompts_per_step}", "generation_shards")
         from rlvr.rollout.factory import engine_names  # names only: no engine is imported
         if self.engine not in engine_names():
             raise ConfigError(f"unknown engine {self.engine!r} (known: "
@@ -366,6 +373,19 @@ class EvalConfig:
 
 
 @dataclass
+class DistributedConfig:
+    """Several processes (torchrun; rlvr.distributed): FSDP2 over the ranks."""
+
+    timeout_s: float = _doc("seconds a collective may wait for the other ranks before the "
+                            "run fails (a rank that died); also the start-up wait",
+                            default=300.0)
+
+    def validate(self) -> None:
+        if self.timeout_s <= 0:
+            raise ConfigError("must be > 0", "timeout_s")
+
+
+@dataclass
 class TrainConfig:
     name: str = _doc("run name (the default run dir is runs/NAME-TIMESTAMP)", default="arith")
     profile: Literal["auto", "demo", "real_model"] = _doc(
@@ -399,6 +419,8 @@ class TrainConfig:
     update: UpdateConfig = _doc("the update's forward", default_factory=UpdateConfig)
     eval: EvalConfig = _doc("held-out evaluations during RL (before/after always run "
                             "when there is held-out data)", default_factory=EvalConfig)
+    distributed: DistributedConfig = _doc("several processes under torchrun (FSDP2)",
+                                          default_factory=DistributedConfig)
 
     @staticmethod
     def upgrade_data(data: dict[str, Any]) -> dict[str, Any]:
@@ -444,3 +466,32 @@ class TrainConfig:
             raise ConfigError("sampling.prompts_per_step must be divisible by "
                               "algorithm.minibatches", "algorithm.minibatches")
         check_engine_and_path(self)
+        if self.sampling.generation_shards > 1 and self.algorithm.dynamic_sampling:
+            raise ConfigError("dynamic sampling draws again per step: one shard only",
+                              "sampling.generation_shards")
+
+
+def check_distributed(cfg: TrainConfig, world: int) -> None:
+    """What a run over `world` ranks (FSDP2) cannot do yet, before any model is built."""
+    s, a = cfg.sampling, cfg.algorithm
+    if world <= 1:
+        return
+    if s.prompts_per_step % world or max(s.generation_shards, world) % world:
+        raise ConfigError(f"prompts_per_step and generation_shards must be multiples of "
+                          f"the {world} ranks", "sampling.prompts_per_step")
+    if s.prompts_per_step % max(s.generation_shards, world):
+        raise ConfigError("must be a multiple of the shards", "sampling.prompts_per_step")
+    refusals = {
+        "algorithm.dynamic_sampling": a.dynamic_sampling,
+        "algorithm.minibatches": a.minibatches > 1,
+        "algorithm.micro_batch_tokens": a.micro_batch_tokens > 0,
+        "update.path": cfg.update.path not in ("auto", "plain"),
+        "sampling.engine": s.engine != "hf",
+        "model.gradient_checkpointing": cfg.model.gradient_checkpointing,
+        "sft.steps": cfg.sft.steps > 0,
+    }
+    for field_name, refused in refusals.items():
+        if refused:
+            raise ConfigError(f"not supported under torchrun ({world} ranks) yet: the FSDP2 "
+                              "path runs the plain update, one minibatch, the hf engine",
+                              field_name)

@@ -14,7 +14,7 @@ holds the order of operations. Setup, the warm-start and evaluation are in `run.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -24,6 +24,8 @@ from rlvr.algorithms import (GroupAccumulator, kl_reward_per_sequence, mask_trun
                              weighted_sum)
 from rlvr.algorithms import loss_terms
 from rlvr.data.prompts import PromptRenderer
+from rlvr.distributed.context import Dist, reduce_metrics
+from rlvr.distributed.fsdp import full_state_dict, grad_norm, load_full_into
 from rlvr.data.records import TaskRecord, prompt_text
 from rlvr.rollout.base import RolloutEngine, SamplingParams
 from rlvr.training.accumulate import combine_stats, micro_batches
@@ -53,6 +55,8 @@ class Trainer:
     reference: Any = None  # frozen reference policy; None when kl_beta == 0
     algo: Algorithm = field(init=False)
     update: Any = None  # the update's forward (rlvr.update_paths), resolved once by run.py
+    dist: Dist = field(default_factory=Dist)  # this rank and the others (world 1: alone)
+    sampler: Any = None  # under FSDP: the engine's unsharded copy of the policy
 
     def __post_init__(self) -> None:
         self.algo = build_algorithm(self.cfg.algorithm, self.cfg.sampling.max_new_tokens,
@@ -85,7 +89,7 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
 
     # 3. Rewards -> advantages (the KL penalty joins the reward when kl_in == "reward").
     update_began = time.perf_counter()
-    rewards = groups.rewards.clone()  # [P, G]
+    rewards = groups.rewards.clone()  # [P, G] (this rank's groups)
     # pi_old: the sampler's log-probs, or the trainer's own when they differ (+ IS weights)
     old_logprobs, is_weights, mismatch = old_policy(t, batch, mask)  # [B, T] each
     ref_logprobs = reference_logprobs(t, batch)  # [B, T] or None
@@ -93,14 +97,19 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
         kl_tokens = t.algo.kl(old_logprobs, ref_logprobs)  # [B, T]
         rewards = rewards - kl_reward_per_sequence(kl_tokens, mask, cfg.algorithm.kl_beta
                                                    ).view_as(rewards)
-    advantages = t.algo.advantage(rewards)  # [P, G]
+    # Advantages over the whole step's groups (every rank's): batch-level estimators
+    # (REINFORCE++) normalise over all of them; each rank keeps its own rows.
+    shares = t.dist.gather(rewards)  # [[P_r, G]] in rank order
+    rewards = torch.cat(shares)  # [P, G] global
+    start = sum(len(share) for share in shares[:t.dist.rank])
+    advantages = t.algo.advantage(rewards)[start:start + len(shares[t.dist.rank])]  # [P_r, G]
 
     # 4. Policy update: several epochs over minibatches of this batch.
     update = policy_update(t, step, batch, mask, advantages.flatten(), old_logprobs,
                            ref_logprobs, is_weights)
     times["update"] = time.perf_counter() - update_began
     sync_began = time.perf_counter()
-    t.engine.sync_weights(t.model)  # a reference swap here; a checked weight copy for vLLM
+    sync_sampler(t)  # a reference swap here; a gather under FSDP; a checked copy for vLLM
     times["weight_sync"] = time.perf_counter() - sync_began
     sync_parts = dict(getattr(t.engine, "sync_stats", {}))  # an engine that copies weights
 
@@ -109,8 +118,26 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     metrics.update(sync_parts)
     metrics["time/step"] = time.perf_counter() - began
     metrics["update/path"] = t.update.take_ran()  # the forwards this step's update ran
-    rollouts = rollout_lines(step, groups, rewards, advantages) if cfg.log_rollouts else []
+    metrics = reduce_metrics(t.dist, metrics, keep=GLOBAL_METRICS)
+    local = rewards[start:start + len(advantages)]
+    rollouts = rollout_lines(step, groups, local, advantages) if cfg.log_rollouts else []
+    if t.dist.active:  # every rank's attempts, in rank order, for rank 0 to write
+        rollouts = [line for part in t.dist.gather(rollouts) for line in part]
     return metrics, rollouts
+
+
+# computed from the whole step's rewards on every rank: not averaged again
+GLOBAL_METRICS = ("step", "reward/mean", "reward/std", "groups_uniform", "lr")
+
+
+def sync_sampler(t: Trainer) -> None:
+    """The engine samples from the updated weights: the policy itself, or under FSDP its
+    unsharded copy, refreshed from the shards (a collective: every rank calls it)."""
+    if t.sampler is None:
+        t.engine.sync_weights(t.model)
+        return
+    load_full_into(t.sampler, full_state_dict(t.model))
+    t.engine.sync_weights(t.sampler)
 
 
 def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Groups, int]:
@@ -130,8 +157,7 @@ def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Grou
                                 # never chosen under dynamic sampling's mixed draws).
                                 keep_activations=t.update.wants_activations)
         began = time.perf_counter()
-        completions = t.engine.generate([t.renderer.render(r) for r in records],
-                                        s.group_size, params)
+        records, completions = generate_shards(t, records, params)  # this rank's share
         times["generate"] += time.perf_counter() - began
         gen_tokens += sum(len(c.token_ids) for group in completions for c in group)
         began = time.perf_counter()
@@ -151,6 +177,25 @@ def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Grou
     stats = keep.stats() if cfg.algorithm.dynamic_sampling else {}
     records, completions, verdicts = (list(x) for x in zip(*kept))
     return Groups(records, completions, verdicts, kept_rewards, stats), gen_tokens
+
+
+def generate_shards(t: Trainer, records: list[TaskRecord], params: SamplingParams
+                    ) -> tuple[list[TaskRecord], list[list[Any]]]:
+    """The step's records split into `sampling.generation_shards` contiguous shards (at
+    least one per rank), shard k sampled with its own seed: this rank's shards' records
+    and completions. One shard (the default, one process) is the whole draw with the
+    draw's seed; a process with S shards samples exactly what S ranks sample together."""
+    shards = max(t.cfg.sampling.generation_shards, t.dist.world)
+    size = len(records) // shards
+    mine: list[TaskRecord] = []
+    completions: list[list[Any]] = []
+    for k in t.dist.my_shards(shards):
+        part = records[k * size:(k + 1) * size]
+        seed = params.seed if k == 0 or params.seed is None else params.seed + 7919 * k
+        completions += t.engine.generate([t.renderer.render(r) for r in part],
+                                         t.cfg.sampling.group_size, replace(params, seed=seed))
+        mine += part
+    return mine, completions
 
 
 def reference_logprobs(t: Trainer, batch: PackedBatch) -> torch.Tensor | None:
@@ -242,7 +287,9 @@ def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantage
     Statistics are over the rows that ran; with none, only the loss (0), rows_trained
     and grad_norm are reported (`policy_update` averages each over the steps that
     report it)."""
-    normalizer = t.algo.aggregate.normalizer(mask)  # 0-dim: the whole minibatch's
+    # 0-dim: the whole minibatch's, every rank's rows (normalisers add over rows); over
+    # the number of ranks because FSDP2 averages the ranks' gradients (a sum is wanted)
+    normalizer = t.dist.sum(t.algo.aggregate.normalizer(mask)) / t.dist.world
     rows = rows_with_signal(t, mask, advantages)  # [b']
     t.optimizer.zero_grad(set_to_none=True)
     if rows.numel():
@@ -291,7 +338,7 @@ def clip_gradients(model: Any, clip: float) -> torch.Tensor:
     avoid a device sync), this writes the gradients only when it clips: a pass over
     every gradient saved on most steps."""
     with_grads = [p for p in model.parameters() if p.grad is not None]
-    norm = torch.nn.utils.get_total_norm([p.grad for p in with_grads])
+    norm = grad_norm(torch.nn.utils.get_total_norm([p.grad for p in with_grads]))  # FSDP: full
     if clip > 0 and float(norm) > clip:
         torch.nn.utils.clip_grads_with_norm_(with_grads, clip, norm)
     return norm
@@ -301,7 +348,9 @@ def rows_with_signal(t: Trainer, mask: torch.Tensor, advantages: torch.Tensor) -
     """Indices [b'] of the rows the update must run: every row when
     `algorithm.skip_zero_advantage` is off; else as the loss terms in use declare
     (rlvr.algorithms.loss_terms.rows_with_signal)."""
-    if not t.cfg.algorithm.skip_zero_advantage:
+    # Under FSDP every rank runs every row: a rank that skipped its forward would leave
+    # the others waiting in the layers' all-gathers.
+    if not t.cfg.algorithm.skip_zero_advantage or t.dist.active:
         return torch.arange(mask.shape[0], device=mask.device)
     return loss_terms.rows_with_signal((t.algo.policy_loss, *t.algo.terms), mask, advantages)
 

@@ -16,7 +16,9 @@ import copy
 import gc
 import json
 import random
+import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +26,16 @@ import numpy as np
 import torch
 
 from rlvr.audit.live import LiveAudit
-from rlvr.config import load_config, save_config
+from rlvr.config import config_to_dict, load_config, save_config
+
+from rlvr.distributed.context import Dist, check_same, init_from_env
+from rlvr.distributed.fsdp import save_optimizer, shard
 from rlvr.rollout.factory import build_engine
-from rlvr.runs import Progress, RunDir
+from rlvr.runs import Progress, ReadOnlyRunDir, RunDir
 from rlvr.training.batch import choose_update_path
-from rlvr.training.checkpoint import (checkpoint_step, latest_checkpoint, load_trainer_state,
-                                      save_checkpoint)
-from rlvr.training.config import TrainConfig
+from rlvr.training.checkpoint import (OPTIMIZER_DCP, checkpoint_step, latest_checkpoint,
+                                      load_trainer_state, save_checkpoint, staging_dir)
+from rlvr.training.config import TrainConfig, check_distributed
 from rlvr.training.clock import TrainingClock
 from rlvr.training.evaluate import EvalSchedule, HeldOutLog, eval_plan, evaluate
 from rlvr.training.loop import Trainer, rl_step
@@ -58,24 +63,30 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
           progress: Progress | None = None) -> dict[str, Any]:
     """Run (or resume) training in `run_dir`; returns the summary written to summary.json."""
     started = time.perf_counter()
+    dist = join_ranks(cfg)  # alone (world 1) unless launched by torchrun
     check_model_path(cfg.model)  # bad input fails before anything is written
     train_records, held_out = load_data(cfg.data, cfg.seed)
-    run = RunDir(run_dir).create()
-    progress = progress or Progress(cfg.steps, quiet=True)
+    held_out = held_out if dist.is_main else []  # rank 0 evaluates; the others wait
+    run = RunDir(run_dir).create() if dist.is_main else ReadOnlyRunDir(run_dir)
+    dist.barrier()  # the run directory exists before any other rank reads it
+    progress = progress if progress is not None and dist.is_main else Progress(cfg.steps,
+                                                                                quiet=True)
     if resume and run.config.is_file():  # the CLI checked the overrides; this, the values
         check_resumable(load_config(TrainConfig, run.config), cfg)
     checkpoint = _resume_point(cfg, run) if resume else None
-    save_config(cfg, run.config)  # a resumed run's too: its `steps` may have grown
+    if dist.is_main:
+        save_config(cfg, run.config)  # a resumed run's too: its `steps` may have grown
     seed_everything(cfg.seed)
     if cfg.model.retain_freed_memory:
         retain_freed_memory()
     model, tokenizer = load_policy(cfg.model, cfg.seed, checkpoint)
+    model, sampler = shard_policy(dist, model, cfg.model.device)
     renderer = prompt_renderer(cfg.prompt, tokenizer)
-    engine = build_engine(cfg.sampling.engine, model, tokenizer, engine_options(cfg))
+    engine = build_engine(cfg.sampling.engine, sampler or model, tokenizer, engine_options(cfg))
     try:  # an engine with its own process state (vLLM: files in /dev/shm) is closed
         # Chosen once, before the warm-start: a path that cannot run fails here.
-        update = choose_update_path(cfg, model, engine, tokenizer, renderer.render,
-                                    train_records)
+        update = choose_update_path(plain_update(cfg) if dist.active else cfg, model, engine,
+                                    tokenizer, renderer.render, train_records)
         verifiers = ({cfg.reward.verifier} if cfg.reward.verifier
                      else {r.verifier for r in train_records})
         with VerifierPool(workers=cfg.reward.workers or None, timeout_s=cfg.reward.timeout_s,
@@ -90,12 +101,14 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
                 state = _warm_start(cfg, model, tokenizer, renderer, train_records, log_eval,
                                     progress, engine)
                 state["elapsed"] = time.perf_counter() - started
-            trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run)
+            trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run,
+                               dist, sampler)
             trainer.update = update
             if checkpoint is None:
                 _checkpoint(trainer, run, 0, state)
             else:
-                state = load_trainer_state(checkpoint, trainer.optimizer, trainer.scheduler)
+                state = load_trainer_state(checkpoint, trainer.optimizer, trainer.scheduler,
+                                           trainer.model)
                 trainer.order.load_state_dict(state["data"])
                 run.truncate_logs_after(state["step"])
                 progress.message(f"resuming {run.path} from step {state['step']}")
@@ -115,6 +128,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         getattr(engine, "close", lambda: None)()
     summary["wall_seconds"] = state["elapsed"]
     run.write_summary(summary)
+    dist.barrier()  # every rank done before any leaves (rank 0 wrote the summary)
+    dist.close()
     return summary
 
 
@@ -157,17 +172,22 @@ def _warm_start(cfg: TrainConfig, model: Any, tokenizer: Any, renderer: Any, rec
 
 
 def _trainer(cfg: TrainConfig, model: Any, tokenizer: Any, engine: Any, renderer: Any,
-             pool: VerifierPool, records: list, run: RunDir) -> Trainer:
+             pool: VerifierPool, records: list, run: RunDir, dist: Dist,
+             sampler: Any) -> Trainer:
     o, a = cfg.optim, cfg.algorithm
     optimizer = build_optimizer(model, o.lr, o.weight_decay, o.betas)
     total = max(1, cfg.steps * a.epochs * a.minibatches)
     scheduler = build_scheduler(optimizer, o.warmup_steps, total, o.schedule, o.min_lr_ratio)
-    reference = _reference_model(cfg, model, tokenizer, run)
+    reference = _reference_model(cfg, sampler or model, tokenizer, run, dist)
+    if reference is not None and dist.active:
+        reference = shard(reference, _device_type(cfg), dist.world)
     return Trainer(cfg, model, tokenizer, engine, renderer, pool, optimizer, scheduler,
-                   PromptOrder(len(records), cfg.seed), records, reference)
+                   PromptOrder(len(records), cfg.seed), records, reference, dist=dist,
+                   sampler=sampler)
 
 
-def _reference_model(cfg: TrainConfig, model: Any, tokenizer: Any, run: RunDir) -> Any:
+def _reference_model(cfg: TrainConfig, model: Any, tokenizer: Any, run: RunDir,
+                     dist: Dist) -> Any:
     """The frozen policy at the start of RL (saved in the run dir so a resumed run uses the
     same one); None at kl_beta == 0, when no reference is loaded at all."""
     if cfg.algorithm.kl_beta == 0:
@@ -177,17 +197,70 @@ def _reference_model(cfg: TrainConfig, model: Any, tokenizer: Any, run: RunDir) 
         reference, _ = load_policy(cfg.model, cfg.seed, directory)
     else:
         reference = copy.deepcopy(model)
-        reference.save_pretrained(directory)
-        tokenizer.save_pretrained(directory)
+        if dist.is_main:
+            reference.save_pretrained(directory)
+            tokenizer.save_pretrained(directory)
+    dist.barrier()
     reference.eval().requires_grad_(False)
     return reference
 
 
 def _checkpoint(t: Trainer, run: RunDir, step: int, state: dict[str, Any]) -> None:
+    """One process: the model, optimizer and state, atomically. Ranks: rank 0 writes the
+    full model (the sampler's copy: the policy gathered after the last update) and the
+    state; every rank writes its optimizer shards (torch.distributed.checkpoint)."""
     keep = {k: v for k, v in state.items()
             if k in ("sft", "eval_before", "elapsed", "train_seconds")}
-    save_checkpoint(run.checkpoints, step, t.model, t.tokenizer, t.optimizer, t.scheduler,
-                    {**keep, "data": t.order.state_dict()}, t.cfg.keep_checkpoints)
+    extra = {**keep, "data": t.order.state_dict(), "ranks": t.dist.world}
+    if not t.dist.active:
+        save_checkpoint(run.checkpoints, step, t.model, t.tokenizer, t.optimizer, t.scheduler,
+                        extra, t.cfg.keep_checkpoints)
+        return
+    staging = staging_dir(run.checkpoints, step)
+    if t.dist.is_main:
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+    t.dist.barrier()
+    # DCP's state-dict getter creates a missing AdamW state by taking a step, which would
+    # count in the bias correction of the first real one: create it (step 0) first
+    allocate_state(t.optimizer)
+    save_optimizer(t.model, t.optimizer, staging / OPTIMIZER_DCP)
+    t.dist.barrier()
+    if t.dist.is_main:
+        save_checkpoint(run.checkpoints, step, t.sampler, t.tokenizer, None, t.scheduler,
+                        extra, t.cfg.keep_checkpoints, staged=True)
+    t.dist.barrier()
+
+
+def join_ranks(cfg: TrainConfig) -> Dist:
+    """This process's place among torchrun's ranks, the config checked identical on all
+    and supported there (ConfigError names the field), before any model is built."""
+    dist = init_from_env(cfg.model.device, cfg.distributed.timeout_s)
+    if dist.active:
+        check_distributed(cfg, dist.world)
+        check_same(dist, "config", json.dumps(config_to_dict(cfg), sort_keys=True))
+    return dist
+
+
+def shard_policy(dist: Dist, model: Any, device: str) -> tuple[Any, Any]:
+    """(the model the update trains, the engine's unsharded copy or None). Under torchrun
+    the policy is sharded with FSDP2 and the engine samples from a full copy, refreshed
+    after every update (rlvr.training.loop.sync_sampler)."""
+    if not dist.active:
+        return model, None
+    sampler = model
+    trained = shard(copy.deepcopy(model), "cuda" if device.startswith("cuda") else "cpu",
+                    dist.world)
+    return trained, sampler
+
+
+def plain_update(cfg: TrainConfig) -> TrainConfig:
+    """FSDP2 runs the plain update (the fast CPU paths are single-process)."""
+    return replace(cfg, update=replace(cfg.update, path="plain"))
+
+
+def _device_type(cfg: TrainConfig) -> str:
+    return "cuda" if cfg.model.device.startswith("cuda") else "cpu"
 
 
 def _headline(result: dict[str, Any]) -> str:

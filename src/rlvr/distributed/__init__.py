@@ -1,0 +1,1 @@
+"""Several processes: ranks and collectives (context), FSDP2 sharding and checkpoints (fsdp)."""
