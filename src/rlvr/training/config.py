@@ -196,7 +196,18 @@ class RewardConfig:
     options: dict[str, Any] = _doc("options for reward.verifier, e.g. a composite's "
                                    "{components: [...]}; records' own options otherwise",
                                    default_factory=dict)
-    workers: int = _doc("verifier worker processes (0 = every core)", default=0)
+    workers: int = _doc("verifier workers: processes, or Ray actors of 1 CPU each with "
+                        "backend=ray (0 = every core; with ray, the CPUs Ray has free)",
+                        default=0)
+    backend: Literal["process", "ray"] = _doc(
+        "where verifiers run: process = worker processes on this machine; ray = Ray "
+        "actors spread over a Ray cluster's CPU nodes (needs `pip install 'rlvr[ray]'`; "
+        "rlvr.verifiers.ray_pool). Same verdicts, time limits and crash handling",
+        default="process")
+    ray_address: str = _doc("backend=ray: the Ray cluster to join, e.g. ray://head:10001 "
+                            "or auto (\"\" = RAY_ADDRESS, else a `ray start` cluster on "
+                            "this machine, else a new local Ray). A process that already "
+                            "called ray.init keeps its Ray", default="")
     timeout_s: float | None = _doc("per-item limit in seconds (null = the verifier's own)",
                                    default=None)
     overlong: Literal["none", "mask", "soft"] = _doc(
@@ -204,6 +215,25 @@ class RewardConfig:
         default="none")
     overlong_buffer: int = _doc("soft penalty: tokens before max_new_tokens where the "
                                 "penalty ramps from 0 to -1", default=4)
+
+    def validate(self) -> None:
+        problem = backend_problem(self)
+        if problem:
+            raise ConfigError(problem, "ray_address" if self.backend != "ray" else "backend")
+
+
+def backend_problem(reward: RewardConfig) -> str | None:
+    """Why `reward`'s verifier backend cannot run here (None: it can). Checked when the
+    config loads and again before a run starts, so a missing Ray fails before any model
+    is built."""
+    if reward.backend != "ray":
+        return "needs backend=ray" if reward.ray_address else None
+    from rlvr.verifiers.ray_pool import ray_import_error  # imports Ray, nothing else
+
+    reason = ray_import_error()
+    if reason is None:
+        return None
+    return f"ray needs Ray installed: pip install 'rlvr[ray]' ({reason})"
 
 
 def _named(name: str, help_text: str):

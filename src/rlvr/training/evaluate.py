@@ -16,7 +16,7 @@ from rlvr.rollout.base import RolloutEngine
 from rlvr.runs import RunDir
 from rlvr.training.clock import TrainingClock
 from rlvr.training.config import TrainConfig
-from rlvr.verifiers.pool import VerifierPool
+from rlvr.verifiers.pool import BatchVerifier
 
 
 def eval_plan(cfg: TrainConfig) -> EvalPlan:
@@ -27,7 +27,7 @@ def eval_plan(cfg: TrainConfig) -> EvalPlan:
                     sample_size=e.sample_size, seed=cfg.seed)
 
 
-def evaluate(engine: RolloutEngine, renderer: PromptRenderer, pool: VerifierPool,
+def evaluate(engine: RolloutEngine, renderer: PromptRenderer, pool: BatchVerifier,
              records: Sequence[TaskRecord], max_new_tokens: int = 0, stop: Sequence[str] = (),
              verifier: str = "", options: dict[str, Any] | None = None,
              plan: EvalPlan | None = None) -> dict[str, Any]:

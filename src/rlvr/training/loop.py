@@ -35,7 +35,7 @@ from rlvr.training.config import TrainConfig
 from rlvr.training.optim import release_gradients
 from rlvr.training.prompt_order import PromptOrder, take
 from rlvr.training.rewards import reward_tensor, verdict_metrics, verify_groups
-from rlvr.verifiers.pool import VerifierPool
+from rlvr.verifiers.pool import BatchVerifier
 
 
 @dataclass
@@ -47,7 +47,7 @@ class Trainer:
     tokenizer: Any
     engine: RolloutEngine
     renderer: PromptRenderer
-    pool: VerifierPool
+    pool: BatchVerifier
     optimizer: torch.optim.Optimizer
     scheduler: Any
     order: PromptOrder

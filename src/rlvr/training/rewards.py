@@ -4,18 +4,42 @@ summarise them for metrics (mean, accuracy, per-component means)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import torch
 
 from rlvr.algorithms import soft_overlong_penalty
 from rlvr.data.records import TaskRecord, prompt_text
 from rlvr.rollout.base import Completion
+from rlvr.config import ConfigError
+from rlvr.training.config import RewardConfig, backend_problem
 from rlvr.verifiers.base import Verdict
-from rlvr.verifiers.pool import Case, VerifierPool
+from rlvr.verifiers.pool import BatchVerifier, Case, VerifierPool
 
 
-def verify_groups(pool: VerifierPool, records: Sequence[TaskRecord],
+def check_reward_backend(reward: RewardConfig) -> None:
+    """ConfigError naming reward.backend when its backend cannot run here (Ray not
+    installed); cheap, so `train()` calls it before building anything."""
+    problem = backend_problem(reward)
+    if problem:
+        field = "reward.ray_address" if reward.backend != "ray" else "reward.backend"
+        raise ConfigError(problem, field)
+
+
+def verifier_pool(reward: RewardConfig, preload: Iterable[str] = ()) -> BatchVerifier:
+    """The verifier pool `reward` asks for: worker processes, or Ray actors
+    (reward.backend=ray). Not started: the first batch (or `start()`) starts it."""
+    check_reward_backend(reward)
+    if reward.backend == "ray":
+        from rlvr.verifiers.ray_pool import RayVerifierPool
+
+        return RayVerifierPool(workers=reward.workers or None, timeout_s=reward.timeout_s,
+                               preload=preload, address=reward.ray_address)
+    return VerifierPool(workers=reward.workers or None, timeout_s=reward.timeout_s,
+                        preload=preload)
+
+
+def verify_groups(pool: BatchVerifier, records: Sequence[TaskRecord],
                   groups: Sequence[Sequence[Completion]], verifier: str = "",
                   options: dict[str, Any] | None = None) -> list[list[Verdict]]:
     """One verdict per completion, same [P][G] nesting; `verifier` (with `options`)

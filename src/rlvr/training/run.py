@@ -43,10 +43,11 @@ from rlvr.training.memory import retain_freed_memory
 from rlvr.training.optim import allocate_state, build_optimizer, build_scheduler
 from rlvr.training.prompt_order import PromptOrder
 from rlvr.training.resume import check_resumable
+from rlvr.training.rewards import check_reward_backend, verifier_pool
 from rlvr.training.setup import (check_model_path, engine_options, load_data, load_policy,
                                  prompt_renderer)
 from rlvr.training.sft import supervised_warmstart
-from rlvr.verifiers.pool import VerifierPool
+from rlvr.verifiers.pool import BatchVerifier
 
 
 class ResumeError(RuntimeError):
@@ -65,6 +66,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     started = time.perf_counter()
     dist = join_ranks(cfg)  # alone (world 1) unless launched by torchrun
     check_model_path(cfg.model)  # bad input fails before anything is written
+    check_reward_backend(cfg.reward)  # reward.backend=ray without Ray, too
     train_records, held_out = load_data(cfg.data, cfg.seed)
     held_out = held_out if dist.is_main else []  # rank 0 evaluates; the others wait
     run = RunDir(run_dir).create() if dist.is_main else ReadOnlyRunDir(run_dir)
@@ -89,8 +91,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
                                     tokenizer, renderer.render, train_records)
         verifiers = ({cfg.reward.verifier} if cfg.reward.verifier
                      else {r.verifier for r in train_records})
-        with VerifierPool(workers=cfg.reward.workers or None, timeout_s=cfg.reward.timeout_s,
-                          preload=sorted(verifiers)) as pool:
+        with verifier_pool(cfg.reward, preload=sorted(verifiers)) as pool:
             plan = eval_plan(cfg)
             evaluate_now = lambda: evaluate(engine, renderer, pool, held_out,  # noqa: E731
                                             verifier=cfg.reward.verifier,
@@ -172,7 +173,7 @@ def _warm_start(cfg: TrainConfig, model: Any, tokenizer: Any, renderer: Any, rec
 
 
 def _trainer(cfg: TrainConfig, model: Any, tokenizer: Any, engine: Any, renderer: Any,
-             pool: VerifierPool, records: list, run: RunDir, dist: Dist,
+             pool: BatchVerifier, records: list, run: RunDir, dist: Dist,
              sampler: Any) -> Trainer:
     o, a = cfg.optim, cfg.algorithm
     optimizer = build_optimizer(model, o.lr, o.weight_decay, o.betas)

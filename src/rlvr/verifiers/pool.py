@@ -25,7 +25,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 from rlvr.verifiers.base import InvalidReference, Verdict, run_verifier
 from rlvr.verifiers.registry import get_verifier, spec_for
@@ -43,6 +43,21 @@ class Case:
     # The task as the model saw it (plain text), for verifiers that use it (see
     # `run_verifier`); None when unknown.
     prompt: str | None = None
+
+
+class BatchVerifier(Protocol):
+    """What trainers and evaluators use of a pool: `VerifierPool` (processes here) and
+    `rlvr.verifiers.ray_pool.RayVerifierPool` (Ray actors) both provide it."""
+
+    restarts: int
+
+    def verify(self, cases: Sequence[Case]) -> list[Verdict]: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
 
 def default_workers() -> int:
