@@ -85,8 +85,11 @@ def main(argv: list[str]) -> int:
     base = root / "base"
     walls = {"base": rlvr(["train", "--run-dir", str(base), "steps=0", "--quiet"])}
     start = sorted((base / "checkpoints").glob("step-*"))[-1]
+    # A real model's profile would start at lr 1e-5 with warm-up: here the steps must
+    # move the weights (else equal weights prove nothing): lr 5e-4 from step 1.
     common = [f"model.path={start}", "sft.steps=0", "sampling.generation_shards=2",
-              "checkpoint_every=1", "--quiet", *args.overrides]
+              "checkpoint_every=1", "optim.lr=5e-4", "optim.warmup_steps=0", "--quiet",
+              *args.overrides]
     runs = {name: root / name for name in ("one", "two", "resumed", "onto_one")}
     walls["one"] = rlvr(["train", "--run-dir", str(runs["one"]), f"steps={k}", *common])
     walls["two"] = rlvr(["train", "--run-dir", str(runs["two"]), f"steps={k}", *common], 2)
