@@ -10,6 +10,19 @@ unset: no warm-start, chat prompts, auto device, every core, lr 1e-6, 512 new to
     rlvr train --resume runs/x                       # continue from its last checkpoint
     rlvr train --resume runs/x steps=400             # extend a run (see rlvr.training.resume)
     rlvr train --describe                            # every config field with its help
+    rlvr train --nproc 2 --run-dir runs/x ...        # 2 ranks (torchrun, FSDP2)
+    rlvr train --nproc 2 --resume runs/x             # resume on 2 ranks (any number)
+
+Several processes: --nproc N re-launches the same command under torchrun on this
+machine (python -m torch.distributed.run --nproc-per-node N --standalone -m rlvr train
+...), after checking the config here: a bad config, or a setting the ranks cannot run
+yet (rlvr.training.config.check_distributed), exits 2 before any rank starts. The run
+directory is chosen once, here, so every rank writes to the same one. torchrun's exit
+status is passed through: 0 done, 1 a rank failed (its traceback is in the log; when a
+rank dies, torchrun stops the others and the run resumes from its last checkpoint with
+`rlvr train --nproc N --resume RUN_DIR`). Launching torchrun yourself works too
+(torchrun --nproc-per-node N -m rlvr train --run-dir D ...): --run-dir (or --resume) is
+then required, and --nproc is refused.
 
 Exit status: 0 done; 2 a bad config, data file, model path or resume request, found
 before training starts. Anything else that fails is a bug: it surfaces with its traceback.
@@ -18,6 +31,9 @@ before training starts. Anything else that fails is a bug: it surfaces with its 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +48,20 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its "
                    "newest checkpoint with its own config.yaml; overrides may only change "
                    "steps (to extend it) and checkpoint, log and evaluation cadence")
+    p.add_argument("--nproc", type=_positive_int, metavar="N",
+                   help="train on N processes of this machine (FSDP2; gloo on CPU, NCCL on "
+                   "GPUs): re-launches this command under torchrun and passes its exit "
+                   "status through (default: 1, this process)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,6 +81,8 @@ def load_cli_config(args: argparse.Namespace) -> Any:
     from rlvr.training.profile import applied_defaults, config_warnings
 
     cfg = load_config(TrainConfig, args.config, list(args.overrides))
+    if not _is_main_rank():  # under torchrun rank 0 tells
+        return cfg
     if not args.quiet:
         applied = applied_defaults(read_config_data(args.config, list(args.overrides)))
         if applied:
@@ -81,6 +113,18 @@ def run(args: argparse.Namespace) -> int:
     if args.describe:
         print(describe(TrainConfig))
         return 0
+    nproc = getattr(args, "nproc", None)
+    if nproc is not None and _under_torchrun():
+        print("rlvr train: --nproc launches torchrun itself; under torchrun (WORLD_SIZE="
+              f"{os.environ.get('WORLD_SIZE')}) drop --nproc", file=sys.stderr)
+        return EXIT_CONFIG
+    if nproc is not None and nproc > 1:
+        return launch(args, nproc)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not (args.resume or args.run_dir):
+        print("rlvr train: under torchrun give --run-dir (or --resume): every rank must "
+              "write to the same run directory (or use rlvr train --nproc N)",
+              file=sys.stderr)
+        return EXIT_CONFIG
     try:
         if args.resume:
             if args.config or args.run_dir:
@@ -94,6 +138,87 @@ def run(args: argparse.Namespace) -> int:
         print(f"rlvr train: config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     return _train(cfg, run_dir, bool(args.resume), Progress(cfg.steps, quiet=args.quiet))
+
+
+def _under_torchrun() -> bool:
+    return "WORLD_SIZE" in os.environ
+
+
+def _is_main_rank() -> bool:
+    return os.environ.get("RANK", "0") == "0"
+
+
+def launch(args: argparse.Namespace, nproc: int) -> int:
+    """--nproc N: check the config here, then run this command (without --nproc, with
+    the run directory chosen) under torchrun with N ranks; torchrun's exit status."""
+    from rlvr.config import ConfigError, load_config
+    from rlvr.training.config import TrainConfig, check_distributed
+    from rlvr.training.resume import resume_config
+
+    try:
+        if args.resume:
+            if args.config or args.run_dir:
+                raise ConfigError("--resume takes the run's own config.yaml and directory; "
+                                  "drop --config and --run-dir")
+            cfg = resume_config(args.resume, args.overrides)
+        else:
+            cfg = load_config(TrainConfig, args.config, list(args.overrides))
+        check_distributed(cfg, nproc)
+    except ConfigError as exc:
+        print(f"rlvr train: config error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    arguments = torchrun_arguments(args, cfg)
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
+               "--standalone", "-m", "rlvr", "train", *arguments]
+    code = _run_forwarding_signals(command)
+    if code != 0:
+        run_dir = args.resume or arguments[arguments.index("--run-dir") + 1]
+        print(f"rlvr train: a rank failed (torchrun exit status {code}; the first failure "
+              "is torchrun's 'Root Cause' above); the run resumes from its last checkpoint: "
+              f"rlvr train --nproc {nproc} --resume {run_dir}", file=sys.stderr)
+    return code
+
+
+def torchrun_arguments(args: argparse.Namespace, cfg: Any) -> list[str]:
+    """The arguments of `rlvr train` for every rank: these, less --nproc, with the run
+    directory fixed (a default one is chosen here, once, not by each rank)."""
+    from rlvr.runs import default_run_dir
+
+    out: list[str] = []
+    if args.resume:
+        out += ["--resume", str(args.resume)]
+    else:
+        if args.config:
+            out += ["--config", str(args.config)]
+        out += ["--run-dir", str(args.run_dir or default_run_dir(cfg.name))]
+    if args.quiet:
+        out.append("--quiet")
+    return out + list(args.overrides)
+
+
+def _run_forwarding_signals(command: list[str]) -> int:
+    """Run torchrun; SIGTERM/SIGHUP sent to this process go to it too (it stops its
+    ranks), Ctrl-C reaches it through the terminal. Its exit status, 128+N for signal N."""
+    child = subprocess.Popen(command)
+    forwarded = (signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.getsignal(sig) for sig in forwarded}
+
+    def forward(signum: int, frame: Any) -> None:
+        child.send_signal(signum)
+
+    for sig in forwarded:
+        signal.signal(sig, forward)
+    try:
+        while True:
+            try:
+                code = child.wait()
+                break
+            except KeyboardInterrupt:  # torchrun got the same SIGINT: let it stop its ranks
+                continue
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 - code if code < 0 else code
 
 
 def _train(cfg: Any, run_dir: Path, resume: bool, progress: Any) -> int:
@@ -110,6 +235,8 @@ def _train(cfg: Any, run_dir: Path, resume: bool, progress: Any) -> int:
     except (ConfigError, DataError, PromptError, ModelNotFound, ResumeError) as exc:
         print(f"rlvr train: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    if not _is_main_rank():  # under torchrun rank 0 reports
+        return 0
     before, after = summary["eval"]["before"], summary["eval"]["after"]
     if before and after:  # "before" was shown live when measured; this is the result
         print(f"held-out accuracy: {before['accuracy']:.3f} -> {after['accuracy']:.3f} "
