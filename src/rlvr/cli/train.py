@@ -163,7 +163,7 @@ def launch(args: argparse.Namespace, nproc: int) -> int:
             cfg = resume_config(args.resume, args.overrides)
         else:
             cfg = load_config(TrainConfig, args.config, list(args.overrides))
-        check_distributed(cfg, nproc)
+        check_distributed(cfg, nproc, resume=bool(args.resume))
     except ConfigError as exc:
         print(f"rlvr train: config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 
@@ -70,14 +71,37 @@ class Dist:
             torch.distributed.destroy_process_group()
 
 
+RESUME_HINT = ("another rank probably died: the run stops here and resumes from its last "
+               "checkpoint (rlvr train --nproc N --resume RUN_DIR)")
+
+
 def _collective(name: str, fn: Any, *args: Any) -> None:
     try:
         fn(*args)
     except Exception as exc:  # gloo/NCCL errors: a peer died, a timeout, a closed socket
         raise DistributedError(f"rank {torch.distributed.get_rank()}: {name} failed "
                                f"({type(exc).__name__}: {str(exc).splitlines()[0][:300]}); "
-                               "another rank probably died: the run stops here and resumes "
-                               "from its last checkpoint (rlvr train --resume RUN_DIR)") from exc
+                               f"{RESUME_HINT}") from exc
+
+
+_PEER_SIGNS = ("gloo", "NCCL", "Timed out", "Connection closed by peer", "Connection reset")
+
+
+@contextmanager
+def peer_failures(dist: Dist, what: str) -> Iterator[None]:
+    """Collectives torch runs itself (FSDP2's all-gathers and reduce-scatters, DCP) fail
+    with a bare RuntimeError when a peer dies or hangs: name the rank and the way back."""
+    try:
+        yield
+    except DistributedError:
+        raise
+    except RuntimeError as exc:
+        text = str(exc)
+        if not dist.active or not (isinstance(exc, torch.distributed.DistError)
+                                   or any(sign in text for sign in _PEER_SIGNS)):
+            raise
+        raise DistributedError(f"rank {dist.rank}: {what} failed ({type(exc).__name__}: "
+                               f"{text.splitlines()[0][:300]}); {RESUME_HINT}") from exc
 
 
 def launched_by_torchrun() -> bool:

@@ -501,8 +501,9 @@ class TrainConfig:
                               "sampling.generation_shards")
 
 
-def check_distributed(cfg: TrainConfig, world: int) -> None:
-    """What a run over `world` ranks (FSDP2) cannot do yet, before any model is built."""
+def check_distributed(cfg: TrainConfig, world: int, resume: bool = False) -> None:
+    """What a run over `world` ranks (FSDP2) cannot do yet, before any model is built
+    (a resumed run's warm-start is behind it: `sft.steps` then does not matter)."""
     s, a = cfg.sampling, cfg.algorithm
     if world <= 1:
         return
@@ -518,7 +519,7 @@ def check_distributed(cfg: TrainConfig, world: int) -> None:
         "update.path": cfg.update.path not in ("auto", "plain"),
         "sampling.engine": s.engine != "hf",
         "model.gradient_checkpointing": cfg.model.gradient_checkpointing,
-        "sft.steps": cfg.sft.steps > 0,
+        "sft.steps": cfg.sft.steps > 0 and not resume,
     }
     for field_name, refused in refusals.items():
         if refused:

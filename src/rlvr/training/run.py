@@ -28,7 +28,7 @@ import torch
 from rlvr.audit.live import LiveAudit
 from rlvr.config import config_to_dict, load_config, save_config
 
-from rlvr.distributed.context import Dist, check_same, init_from_env
+from rlvr.distributed.context import Dist, check_same, init_from_env, peer_failures
 from rlvr.distributed.fsdp import save_optimizer, shard
 from rlvr.rollout.factory import build_engine
 from rlvr.runs import Progress, ReadOnlyRunDir, RunDir
@@ -64,7 +64,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
           progress: Progress | None = None) -> dict[str, Any]:
     """Run (or resume) training in `run_dir`; returns the summary written to summary.json."""
     started = time.perf_counter()
-    dist = join_ranks(cfg)  # alone (world 1) unless launched by torchrun
+    dist = join_ranks(cfg, resume)  # alone (world 1) unless launched by torchrun
     check_model_path(cfg.model)  # bad input fails before anything is written
     check_reward_backend(cfg.reward)  # reward.backend=ray without Ray, too
     train_records, held_out = load_data(cfg.data, cfg.seed)
@@ -233,12 +233,12 @@ def _checkpoint(t: Trainer, run: RunDir, step: int, state: dict[str, Any]) -> No
     t.dist.barrier()
 
 
-def join_ranks(cfg: TrainConfig) -> Dist:
+def join_ranks(cfg: TrainConfig, resume: bool) -> Dist:
     """This process's place among torchrun's ranks, the config checked identical on all
     and supported there (ConfigError names the field), before any model is built."""
     dist = init_from_env(cfg.model.device, cfg.distributed.timeout_s)
     if dist.active:
-        check_distributed(cfg, dist.world)
+        check_distributed(cfg, dist.world, resume)
         check_same(dist, "config", json.dumps(config_to_dict(cfg), sort_keys=True))
     return dist
 
@@ -289,7 +289,8 @@ def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutL
     step = first - 1
     clock.start()
     for step in range(first, cfg.steps + 1):
-        metrics, rollouts = rl_step(t, step)
+        with peer_failures(t.dist, f"step {step}"):
+            metrics, rollouts = rl_step(t, step)
         metrics["time/train_seconds"] = now = clock.seconds()  # the clock at this step's end
         final = step == cfg.steps or (bool(cfg.max_seconds) and now >= cfg.max_seconds)
         if not final and schedule.due(step, now):
@@ -307,8 +308,9 @@ def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutL
         if final:
             break
         if cfg.checkpoint_every and step % cfg.checkpoint_every == 0:
-            _checkpoint(t, run, step, {**state, "elapsed": time.perf_counter() - began,
-                                       "train_seconds": clock.seconds()})
+            with peer_failures(t.dist, "checkpoint"):
+                _checkpoint(t, run, step, {**state, "elapsed": time.perf_counter() - began,
+                                           "train_seconds": clock.seconds()})
     if step < cfg.steps:
         progress.message(f"max_seconds={cfg.max_seconds:g} reached after step {step}")
     after = log_eval(step)
