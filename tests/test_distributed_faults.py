@@ -95,7 +95,7 @@ def test_a_hung_rank_makes_the_others_fail_within_the_timeout(tmp_path):
         assert took < timeout_s + 45, f"{took:.0f} s"
         assert "rank 1: stalling at step 2" in log
         assert "DistributedError: rank 0: all_gather_object failed" in log, log
-        assert "rlvr train --resume RUN_DIR" in log
+        assert "rlvr train --nproc N --resume RUN_DIR" in log
         assert metric_steps(run_dir) == [1]
         assert _no_survivors(job) == [], f"left running: {job.survivors()}\n{log}"
     finally:
