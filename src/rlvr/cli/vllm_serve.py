@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 
 
@@ -53,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     command = server_command(args, python, model_dir)
     print(f"starting: {' '.join(command)}", flush=True)
-    try:
-        return subprocess.call(command, env=os.environ.copy())
-    except KeyboardInterrupt:
-        return 0
+    # Replace this process: a signal to `rlvr vllm-serve` (terminate, Ctrl-C) reaches the
+    # server itself, and no orphaned server outlives its launcher.
+    os.execv(command[0], command)
+    return 0  # not reached
