@@ -111,6 +111,17 @@ def test_resumed_two_rank_run_equals_the_uninterrupted_one(runs, tmp_path, ranks
     assert [m["step"] for m in metrics(path)] == list(range(1, STEPS + 1))
 
 
+@needs_gloo
+def test_one_process_checkpoint_resumes_on_two_ranks(runs, tmp_path):
+    """Stopped after step 1 by one process (its optimizer state a plain state dict),
+    resumed on two ranks: the one-process uninterrupted run's weights."""
+    path = tmp_path / "widened"
+    rlvr_train(["--run-dir", str(path), "steps=1", *RUN], 1)
+    rlvr_train(["--resume", str(path), f"steps={STEPS}"], 2)
+    assert gap(weights(path, STEPS), weights(runs["full", 1], STEPS)) <= 1e-5
+    assert [m["step"] for m in metrics(path)] == list(range(1, STEPS + 1))
+
+
 def test_single_process_dist_is_the_identity():
     alone = Dist()
     value = torch.tensor([1.5, 2.0])

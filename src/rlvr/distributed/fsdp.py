@@ -80,3 +80,18 @@ def grad_norm(norm: torch.Tensor) -> torch.Tensor:
     """A total norm over DTensor gradients is a DTensor: its full value."""
     full = getattr(norm, "full_tensor", None)
     return full() if full is not None else norm
+
+
+def load_plain_optimizer(model: Any, names: list[str], optimizer: torch.optim.Optimizer,
+                         state: dict[str, Any]) -> None:
+    """A one-process run's `optimizer.state_dict()` (parameters by index, in the order of
+    `names`: the trainable parameters' names) loaded onto the sharded `model`'s optimizer:
+    a run checkpointed by one process resumes on several ranks."""
+    from torch.distributed.checkpoint.state_dict import (StateDictOptions,
+                                                         set_optimizer_state_dict)
+
+    by_name = {"state": {names[i]: s for i, s in state["state"].items()},
+               "param_groups": [{**group, "params": [names[i] for i in group["params"]]}
+                                for group in state["param_groups"]]}
+    set_optimizer_state_dict(model, optimizer, by_name,
+                             options=StateDictOptions(full_state_dict=True))

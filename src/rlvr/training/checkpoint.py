@@ -110,9 +110,19 @@ def load_trainer_state(checkpoint: Path, optimizer: torch.optim.Optimizer,
         from rlvr.distributed.fsdp import load_optimizer
 
         load_optimizer(model, optimizer, checkpoint / OPTIMIZER_DCP)
+    elif _sharded(model):  # one process's state, onto ranks
+        from rlvr.distributed.fsdp import load_plain_optimizer
+
+        names = [n for n, p in model.named_parameters() if p.requires_grad]
+        load_plain_optimizer(model, names, optimizer, blob["optimizer"])
     else:
         optimizer.load_state_dict(blob["optimizer"])
     scheduler.load_state_dict(blob["scheduler"])
     state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
     restore_rng(state["rng"], blob["torch_rng"], blob["cuda_rng"])
     return state
+
+
+def _sharded(model: Any) -> bool:
+    """Whether `model` is sharded by FSDP2 (its parameters are DTensors)."""
+    return model is not None and any(hasattr(p, "full_tensor") for p in model.parameters())
