@@ -19,9 +19,10 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(VENV)/bin/rlvr train
 
-# The main suite, then the vLLM engine's tests in the optional vLLM environment (built
-# on first use, ~2 minutes; in the main suite they skip with a printed reason).
-test: $(VENV)/.installed
+# The optional vLLM environment first (built on first use, ~2 minutes: the main suite's
+# Ray-placed vLLM server test uses it), the main suite, then the vLLM engine's tests in
+# the vLLM environment (in the main suite they skip with a printed reason).
+test: $(VENV)/.installed $(VLLM_VENV)/.installed
 	$(PY) -m pytest -q
 	$(MAKE) test-vllm
 
