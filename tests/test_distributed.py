@@ -63,10 +63,12 @@ def metrics(run: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """One process and two ranks, full fine-tuning and LoRA, STEPS steps each."""
+    """One process and two ranks, STEPS steps each: full fine-tuning, LoRA, and a KL
+    penalty against the reference (sharded like the policy on the ranks)."""
     root = tmp_path_factory.mktemp("distributed")
     out = {}
-    for name, extra in (("full", []), ("lora", ["model.lora.enabled=true"])):
+    for name, extra in (("full", []), ("lora", ["model.lora.enabled=true"]),
+                        ("kl", ["algorithm.kl_beta=0.1"])):  # the reference sharded too
         for ranks in (1, 2):
             path = root / f"{name}-{ranks}"
             rlvr_train(["--run-dir", str(path), f"steps={STEPS}", *RUN, *extra], ranks)
@@ -75,7 +77,7 @@ def runs(tmp_path_factory):
 
 
 @needs_gloo
-@pytest.mark.parametrize("name", ["full", "lora"])
+@pytest.mark.parametrize("name", ["full", "lora", "kl"])
 def test_two_ranks_end_at_the_one_process_weights(runs, name):
     one, two = runs[name, 1], runs[name, 2]
     moved = gap(weights(one, STEPS), weights(one, 0))
@@ -86,6 +88,8 @@ def test_two_ranks_end_at_the_one_process_weights(runs, name):
         assert b["loss"] == pytest.approx(a["loss"], abs=1e-6)
         assert b["grad_norm"] == pytest.approx(a["grad_norm"], rel=1e-5)
         assert b["update/path"] == "plain"  # the distributed path says which it ran
+        if name == "kl":  # the penalty was measured, against the same reference
+            assert b["kl"] == pytest.approx(a["kl"], abs=1e-7) and "kl" in a
 
 
 @needs_gloo
