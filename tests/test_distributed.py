@@ -87,6 +87,8 @@ def test_two_ranks_end_at_the_one_process_weights(runs, name):
         assert a["reward/mean"] == b["reward/mean"]  # the same samples, graded the same
         assert b["loss"] == pytest.approx(a["loss"], abs=1e-6)
         assert b["grad_norm"] == pytest.approx(a["grad_norm"], rel=1e-5)
+        # a mean over tokens the ranks hold unequal numbers of, combined by token count
+        assert b["entropy"] == pytest.approx(a["entropy"], abs=1e-6)
         assert b["update/path"] == "plain"  # the distributed path says which it ran
         if name == "kl":  # the penalty was measured, against the same reference
             assert b["kl"] == pytest.approx(a["kl"], abs=1e-7) and "kl" in a
@@ -143,9 +145,12 @@ def test_metrics_reduce_by_kind(monkeypatch):
              {"step": 4, "loss": 3.0, "response_length/max": 9.0, "ratio_min": 0.25,
               "time/step": 3.0, "tokens_per_s": 50.0, "update/path": "plain",
               "reward/mean": 0.75}]
-    monkeypatch.setattr(Dist, "gather", lambda self, value: lines)
-    out = reduce_metrics(two, lines[0], keep=("step", "reward/mean"))
+    for line, entropy in zip(lines, (0.5, 2.0)):
+        line["entropy"] = entropy  # a mean over the rank's tokens: 30 and 10 of them
+    monkeypatch.setattr(Dist, "gather", lambda self, value: list(zip(lines, (30.0, 10.0))))
+    out = reduce_metrics(two, lines[0], keep=("step", "reward/mean"), tokens=30.0,
+                         per_token=("entropy",))
     assert out == {"step": 4, "loss": 2.0, "response_length/max": 9.0, "ratio_min": 0.25,
                    "time/step": 3.0, "tokens_per_s": 150.0, "update/path": "plain",
-                   "reward/mean": 0.25}
+                   "reward/mean": 0.25, "entropy": (0.5 * 30 + 2.0 * 10) / 40}
     assert two.my_shards(4) == [0, 2] and Dist(rank=1, world=2).my_shards(4) == [1, 3]

@@ -133,17 +133,20 @@ def check_same(dist: Dist, what: str, text: str) -> None:
                                f"{what}")
 
 
-def reduce_metrics(dist: Dist, metrics: dict[str, Any],
-                   keep: Sequence[str] = ()) -> dict[str, Any]:
+def reduce_metrics(dist: Dist, metrics: dict[str, Any], keep: Sequence[str] = (),
+                   tokens: float = 1.0, per_token: Sequence[str] = ()) -> dict[str, Any]:
     """One metrics line from every rank's: maxima for *max and time/*, minima for *min,
-    sums for tokens_per_s, means for the rest (ranks hold equal shares); keys in `keep`
-    are already global and kept from this rank; strings from rank 0."""
+    sums for tokens_per_s, token-weighted means for the `per_token` keys (means over a
+    rank's `tokens` tokens, which differ between ranks), plain means for the rest (ranks
+    hold equal numbers of rows); keys in `keep` are already global and kept from this
+    rank; strings from rank 0."""
     if not dist.active:
         return metrics
-    lines = dist.gather(metrics)
+    lines = dist.gather((metrics, float(tokens)))
+    weights = [w for _, w in lines]
     out: dict[str, Any] = {}
     for key, value in metrics.items():
-        values = [line.get(key) for line in lines]
+        values = [line.get(key) for line, _ in lines]
         if key in keep or not isinstance(value, (int, float)) or isinstance(value, bool) \
                 or any(not isinstance(v, (int, float)) for v in values):
             out[key] = value
@@ -153,6 +156,8 @@ def reduce_metrics(dist: Dist, metrics: dict[str, Any],
             out[key] = min(values)
         elif key == "tokens_per_s":
             out[key] = sum(values)
+        elif key in per_token and sum(weights) > 0:
+            out[key] = sum(v * w for v, w in zip(values, weights)) / sum(weights)
         else:
             out[key] = sum(values) / len(values)
     return out

@@ -118,7 +118,8 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     metrics.update(sync_parts)
     metrics["time/step"] = time.perf_counter() - began
     metrics["update/path"] = t.update.take_ran()  # the forwards this step's update ran
-    metrics = reduce_metrics(t.dist, metrics, keep=GLOBAL_METRICS)
+    metrics = reduce_metrics(t.dist, metrics, keep=GLOBAL_METRICS,
+                             tokens=float((mask > 0).sum()), per_token=per_token_stats(t))
     local = rewards[start:start + len(advantages)]
     rollouts = rollout_lines(step, groups, local, advantages) if cfg.log_rollouts else []
     if t.dist.active:  # every rank's attempts, in rank order, for rank 0 to write
@@ -128,6 +129,15 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
 
 # computed from the whole step's rewards on every rank: not averaged again
 GLOBAL_METRICS = ("step", "reward/mean", "reward/std", "groups_uniform", "lr")
+MISMATCH_MEANS = ("mismatch/kl", "mismatch/abs_dlogprob", "mismatch/ratio_mean",
+                  "correction/clipped_frac", "correction/weight_mean")
+
+
+def per_token_stats(t: Trainer) -> tuple[str, ...]:
+    """The statistics that are means over a rank's tokens (combined across ranks by
+    token count, as micro-batches are: rlvr.training.accumulate)."""
+    means = [k for k, how in t.algo.stat_reductions.items() if how == "mean"]
+    return (*means, *MISMATCH_MEANS)
 
 
 def sync_sampler(t: Trainer) -> None:
