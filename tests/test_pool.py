@@ -71,6 +71,16 @@ def test_unpicklable_reference_is_an_error_for_that_item(pool):
     assert verdicts[1].score == 0.5
 
 
+MODULE_LAMBDA = lambda: 0  # noqa: E731 (pickle looks it up by name "<lambda>" and fails)
+
+
+def test_reference_pickle_refuses_is_an_error_for_that_item(pool):
+    verdicts = pool.verify([Case(V, "1", MODULE_LAMBDA), Case(V, "0.5", None)])
+    assert verdicts[0].reason == REASON_ERROR and "could not send" in \
+        verdicts[0].details["error"]
+    assert verdicts[1].score == 0.5
+
+
 def test_empty_batch(pool):
     assert pool.verify([]) == []
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import resource
 import signal
 import socket
@@ -236,7 +237,8 @@ class VerifierPool:
             try:
                 worker.conn.send((case.verifier, case.options, case.completion, case.reference,
                                   case.prompt))
-            except (BrokenPipeError, OSError, ValueError, TypeError, AttributeError) as exc:
+            except (BrokenPipeError, OSError, ValueError, TypeError, AttributeError,
+                    pickle.PicklingError) as exc:
                 # A worker that died while idle gets the item again on a fresh process, once;
                 # an unpicklable reference is an error for that item alone.
                 self._replace(worker)
