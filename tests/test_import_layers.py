@@ -14,7 +14,7 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "ARCHITECTURE.md"
 # that module (and the package's __init__ when it is listed as "package").
 ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
-    "cli": {"training", "evaluation", "audit", "rollout", "data", "models", "verifiers",
+    "cli": {"training", "evaluation", "audit", "view", "rollout", "data", "models", "verifiers",
             "runs", "config"},
     "training": {"update_paths", "evaluation", "audit", "rollout", "rollout.base",
                  "rollout.factory", "data", "models", "algorithms", "verifiers", "runs",
@@ -28,6 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "models": {"config"},
     "adapters": {"verifiers"},
     "audit": {"runs"},
+    "view": {"audit", "runs"},
     "algorithms": set(),
     "distributed": set(),
     "verifiers": set(),

@@ -41,8 +41,11 @@ def plotly_js_path() -> Path:
 
 def served_page(title: str, refresh_s: float) -> str:
     """The HTML the server returns at /: scripts by URL, data from /api."""
+    # plotly.js (4.8 MB) loads async: the attempts are drawn while it parses, the
+    # curves when it is ready (app.js: plotlyLoaded).
     head = ('<link rel="stylesheet" href="static/style.css">'
-            '<script src="static/plotly.min.js"></script>')
+            '<script async src="static/plotly.min.js" onload="window.plotlyLoaded && '
+            'window.plotlyLoaded()"></script>')
     boot = {"mode": "served", "refresh_s": refresh_s}
     return _fill(title, head, boot, '<script src="static/app.js"></script>')
 

@@ -150,11 +150,14 @@ function honestTraces() {
   return traces;
 }
 
+// plotly.js arrives async (served page): the curves are drawn once it is there.
+window.plotlyLoaded = () => renderCharts();
+window.addEventListener("load", () => {
+  if (typeof Plotly === "undefined") $("charts").replaceChildren(el("p", {cls: "error", text: "plotly.js did not load: no curves."}));
+});
+
 function renderCharts() {
-  if (typeof Plotly === "undefined") {
-    $("charts").replaceChildren(el("p", {cls: "error", text: "plotly.js did not load: no curves."}));
-    return;
-  }
+  if (typeof Plotly === "undefined") return;
   const box = $("charts");
   for (const spec of chartSpecs()) {
     let div = box.querySelector(`[data-key="${CSS.escape(spec.id)}"]`);

@@ -1,0 +1,146 @@
+"""How fast `rlvr view` opens a big run, measured as a user meets it: a browser loading
+the page of a run whose rollouts.jsonl is ~1 GB, until the last step's attempts and
+the curves are drawn.
+
+    python benchmarks/bench_view.py                  # 1 GB, 5 page loads
+    python benchmarks/bench_view.py --gb 0.2 --repeats 3
+
+The run is synthetic (written here, in the trainer's format: 256 attempts a step,
+~4 KB each, the math verifier's verdicts) so the size is exact. The peer is what a
+viewer that loads the whole file does: reading and parsing every line, timed once in
+the same run. Needs the `view` extra, Playwright and a system Chromium (see
+tests/view_helpers.py). Ends with:
+
+    view: G GB rollouts (S steps x 256 attempts), page ready in X s (median of N, A-B),
+    another step in Y s; reading the whole file takes Z s
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+ATTEMPTS, PROMPTS = 256, 32
+
+
+def write_run(path: Path, gigabytes: float, seed: int = 0) -> tuple[int, int]:
+    """A run directory with ~`gigabytes` of rollouts; returns (steps, bytes)."""
+    from rlvr.config import load_config, save_config
+    from rlvr.training.config import TrainConfig
+
+    rng = random.Random(seed)
+    path.mkdir(parents=True, exist_ok=True)
+    save_config(load_config(TrainConfig, overrides=["name=big", "reward.verifier=math",
+                                                    "model.path=smollm2-135m-instruct"]),
+                path / "config.yaml")
+    filler = " ".join(f"step{k}" for k in range(600))  # ~4 KB of reasoning text
+    target, written, step = int(gigabytes * 1e9), 0, 0
+    with open(path / "rollouts.jsonl", "w") as rollouts, open(path / "metrics.jsonl", "w") as metrics:
+        while written < target:
+            step += 1
+            lines, passed = [], 0
+            for i in range(ATTEMPTS):
+                a, b = rng.randint(2, 99), rng.randint(2, 99)
+                ok = rng.random() < min(0.9, 0.1 + step / 2000)
+                passed += ok
+                answer = a + b if ok else a + b + 1
+                lines.append(json.dumps({
+                    "step": step, "prompt_id": f"add-{a}-{b}-{i // (ATTEMPTS // PROMPTS)}",
+                    "sample": i % (ATTEMPTS // PROMPTS), "prompt": f"What is {a} + {b}?",
+                    "reference": str(a + b),
+                    "completion": f"Let me think. {filler} So {a} + {b} = {answer}. \\boxed{{{answer}}}",
+                    "finish_reason": "stop", "length": 900,
+                    "verdict": {"score": float(ok), "passed": ok,
+                                "reason": "correct" if ok else "wrong_answer",
+                                "details": {"answer": str(answer), "method": "boxed"}},
+                    "reward": float(ok), "advantage": rng.uniform(-1, 1)}) + "\n")
+            text = "".join(lines)
+            rollouts.write(text)
+            written += len(text)
+            metrics.write(json.dumps({"step": step, "reward/mean": passed / ATTEMPTS,
+                                      "accuracy": passed / ATTEMPTS, "entropy": 0.8,
+                                      "response_length/mean": 900.0, "clip_frac": 0.01,
+                                      "time/step": 5.0}) + "\n")
+    return step, written
+
+
+def full_read_seconds(path: Path) -> float:
+    """The peer: what loading every attempt costs (read + parse every line)."""
+    began = time.perf_counter()
+    count = 0
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            json.loads(line)
+            count += 1
+    return time.perf_counter() - began
+
+
+def page_loads(url: str, repeats: int, middle_step: int) -> tuple[list[float], list[float]]:
+    from playwright.sync_api import sync_playwright
+    from view_helpers import chromium_args, chromium_path
+
+    ready, another = [], []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=chromium_args())
+        for _ in range(repeats):
+            context = browser.new_context()  # a fresh cache each time: plotly.js loaded too
+            page = context.new_page()
+            began = time.perf_counter()
+            page.goto(url)
+            page.wait_for_selector(".attempt")
+            page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 3")
+            ready.append(time.perf_counter() - began)
+            began = time.perf_counter()
+            page.fill("#step-input", str(middle_step))
+            page.dispatch_event("#step-input", "change")
+            page.wait_for_function(f"document.querySelector('#step-title').textContent"
+                                   f".startsWith('step {middle_step}:')")
+            another.append(time.perf_counter() - began)
+            context.close()
+        browser.close()
+    return ready, another
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gb", type=float, default=1.0, help="rollouts.jsonl size (default 1)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--dir", help="where to write the run (default: a temp dir, removed)")
+    args = parser.parse_args()
+    from view_helpers import served
+
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        run = Path(tmp) / "big-run"
+        began = time.perf_counter()
+        steps, size = write_run(run, args.gb)
+        print(f"wrote {size / 1e9:.2f} GB of rollouts ({steps} steps) in "
+              f"{time.perf_counter() - began:.0f} s", flush=True)
+        subprocess.run(["sync"], check=False)
+        peer = full_read_seconds(run / "rollouts.jsonl")
+        print(f"peer: reading and parsing the whole file: {peer:.1f} s", flush=True)
+        os.environ.setdefault("PYTHONPATH", str(ROOT / "src"))
+        with served(run) as url:
+            ready, another = page_loads(url, args.repeats, steps // 2)
+    for name, values in (("page ready", ready), ("another step", another)):
+        print(f"{name:13s} " + ", ".join(f"{v:.2f}" for v in values) + " s")
+    print(f"view: {size / 1e9:.2f} GB rollouts ({steps} steps x {ATTEMPTS} attempts), page ready "
+          f"in {statistics.median(ready):.2f} s (median of {len(ready)}, {min(ready):.2f}-"
+          f"{max(ready):.2f}), another step in {statistics.median(another):.2f} s; reading "
+          f"the whole file takes {peer:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
