@@ -87,9 +87,8 @@ def attempt_rows(rollouts: Sequence[dict[str, Any]], count: int) -> list[dict[st
     of ATTEMPT_COLUMNS."""
     if count <= 0 or not rollouts:
         return []
-    total = len(rollouts)
-    picked = sorted({i * total // count for i in range(min(count, total))})
-    return [_row(rollouts[i]) for i in picked]
+    total, count = len(rollouts), min(count, len(rollouts))
+    return [_row(rollouts[i * total // count]) for i in range(count)]
 
 
 def _row(line: dict[str, Any]) -> dict[str, Any]:
