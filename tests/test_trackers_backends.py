@@ -155,3 +155,49 @@ def test_trackio_logs_equal_the_run_files(run):
     for step, numbers in _expected(run_dir).items():
         assert {k: history[step][k] for k in numbers} == numbers, step
     assert history[2]["attempts"]["_value"] == _sampled(run_dir, 2)
+
+
+# --- a resumed run continues the same tracker run (driven directly: no training) --------
+
+def _info(path: Path, first_step: int):
+    from rlvr.runs.trackers import RunInfo
+
+    return RunInfo("run", path, {"steps": 3}, "rlvr", first_step=first_step)
+
+
+@pytest.mark.parametrize("name", ["tensorboard", "mlflow", "wandb"])
+def test_resumed_run_continues_the_tracker_run(name, tmp_path, monkeypatch):
+    _skip_unless_installed(name)
+    from rlvr.runs.trackers import build_tracker
+
+    for key in [k for k in os.environ if k.startswith(("WANDB_", "MLFLOW_"))]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    first = build_tracker(name)
+    first.start(_info(tmp_path, 1))
+    for step in (1, 2, 3):  # killed after step 3; the checkpoint is at step 1
+        first.log_metrics(step, {"reward/mean": float(step)})
+    first.finish("killed")
+    ids = json.loads((tmp_path / "trackers.json").read_text()) if name != "tensorboard" else {}
+    second = build_tracker(name)
+    second.start(_info(tmp_path, 2))
+    for step in (2, 3):
+        second.log_metrics(step, {"reward/mean": 10.0 * step})
+    second.finish("finished")
+    if name == "tensorboard":  # what the killed process logged from step 2 on is hidden
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+        events = EventAccumulator(str(tmp_path / "tensorboard"))
+        events.Reload()
+        assert [(e.step, e.value) for e in events.Scalars("reward/mean")] == [
+            (1, 1.0), (2, 20.0), (3, 30.0)]
+    elif name == "mlflow":  # the same MLflow run, its history appended to
+        assert second.run_id == ids["mlflow"]["run_id"]
+        history = second.client.get_metric_history(second.run_id, "reward/mean")
+        assert sorted((m.step, m.value) for m in history) == [
+            (1, 1.0), (2, 2.0), (2, 20.0), (3, 3.0), (3, 30.0)]
+        assert second.client.get_run(second.run_id).info.status == "FINISHED"
+    else:  # two offline segments of one W&B run id, which `wandb sync` joins
+        run_id = ids["wandb"]["id"]
+        assert second.run.id == run_id
+        assert len(list((tmp_path / "wandb").glob(f"offline-run-*-{run_id}"))) >= 1
