@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import-model": ("rlvr.cli.import_model", "import a GGUF file or packaged model as an HF dir"),
     "eval": ("rlvr.cli.eval", "measure a model or checkpoint: greedy accuracy, pass@k, maj@k"),
     "audit": ("rlvr.cli.audit", "flag reward hacks in a run's passed attempts (exit 1 if any)"),
+    "view": ("rlvr.cli.view", "a local web page for runs: curves, attempts, verdicts (live)"),
     "vllm-serve": ("rlvr.cli.vllm_serve", "start a vLLM server for sampling.engine=vllm "
                    "(server mode)"),
 }
