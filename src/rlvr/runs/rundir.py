@@ -9,6 +9,9 @@
                      completion, verdict, reward, advantage): `rlvr audit` re-reads it
     checkpoints/     step-NNNNNN/ dirs (see rlvr.training.checkpoint)
     summary.json     written at the end
+    trackers.json    the experiment trackers' run ids (W&B, MLflow), so a resume continues
+                     them; their own files beside it: tensorboard/, wandb/, mlflow.db
+                     (rlvr.runs.trackers, logging.backends)
 
 Whole files are written atomically (temp file + rename). The JSONL logs are appended a
 step at a time; on resume, lines of steps after the checkpoint are dropped, so a run

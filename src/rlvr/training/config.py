@@ -403,6 +403,40 @@ class EvalConfig:
 
 
 @dataclass
+class LoggingConfig:
+    """Experiment trackers fed from the run's records (rlvr.runs.trackers); the run
+    directory's own files are always written."""
+
+    backends: tuple[str, ...] = _doc(
+        "trackers: jsonl (the run directory's files, always on) | tensorboard | wandb | "
+        "mlflow | trackio; each but jsonl is an extra, e.g. pip install 'rlvr[wandb]'",
+        default=("jsonl",))
+    project: str = _doc("W&B and trackio project, MLflow experiment", default="rlvr")
+    attempts_per_step: int = _doc("sampled attempts per step logged as a table (prompt, "
+                                  "completion, verdict reason, score, reward, advantage, "
+                                  "length), evenly spaced over the step's attempts; needs "
+                                  "log_rollouts (0 = none)", default=8)
+    attempts_every: int = _doc("log the attempts table every N steps", default=1)
+    wandb_mode: Literal["", "offline", "online", "disabled"] = _doc(
+        "W&B mode (\"\" = WANDB_MODE, else offline)", default="")
+    wandb_entity: str = _doc("W&B entity (\"\" = your default)", default="")
+    mlflow_tracking_uri: str = _doc("MLflow tracking URI (\"\" = MLFLOW_TRACKING_URI, else "
+                                    "sqlite:///RUN_DIR/mlflow.db inside the run)", default="")
+
+    def validate(self) -> None:
+        from rlvr.runs.trackers import tracker_problem  # names only: imports no tracker
+
+        for name in self.backends:
+            problem = tracker_problem(name)
+            if problem:
+                raise ConfigError(problem, "backends")
+        if self.attempts_per_step < 0:
+            raise ConfigError("must be >= 0 (0 = no tables)", "attempts_per_step")
+        if self.attempts_every < 1:
+            raise ConfigError("must be >= 1", "attempts_every")
+
+
+@dataclass
 class DistributedConfig:
     """Several processes (torchrun; rlvr.distributed): FSDP2 over the ranks."""
 
@@ -451,6 +485,8 @@ class TrainConfig:
                             "when there is held-out data)", default_factory=EvalConfig)
     distributed: DistributedConfig = _doc("several processes under torchrun (FSDP2)",
                                           default_factory=DistributedConfig)
+    logging: LoggingConfig = _doc("experiment trackers (TensorBoard, W&B, MLflow, trackio)",
+                                  default_factory=LoggingConfig)
 
     @staticmethod
     def upgrade_data(data: dict[str, Any]) -> dict[str, Any]:

@@ -83,13 +83,17 @@ class HeldOutLog:
                  clock: TrainingClock, wall_origin: float) -> None:
         self.evaluate_now, self.run, self.clock = evaluate_now, run, clock
         self.wall_origin = wall_origin  # perf_counter at wall second 0 (moved on resume)
+        # called with (step, row) after each line is appended (the experiment trackers)
+        self.on_row: Callable[[int, dict[str, Any]], None] = lambda step, row: None
 
     def __call__(self, step: int) -> dict[str, Any]:
         with self.clock.paused():
             result = self.evaluate_now()
         if result:
             self.run.write_eval_answers(step, result.pop("answers"))
-            self.run.append_evals({"step": step, "train_seconds": self.clock.seconds(),
-                                   "wall_seconds": time.perf_counter() - self.wall_origin,
-                                   **result["row"], "eval_seconds": result.pop("seconds")})
+            row = {"step": step, "train_seconds": self.clock.seconds(),
+                   "wall_seconds": time.perf_counter() - self.wall_origin,
+                   **result["row"], "eval_seconds": result.pop("seconds")}
+            self.run.append_evals(row)
+            self.on_row(step, row)
         return result

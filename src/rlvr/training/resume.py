@@ -32,6 +32,9 @@ RESUMABLE_FIELDS: dict[str, str] = {
     "reward.backend": "Ray actors give the worker processes' verdicts (a run may move "
                       "its verifiers onto a cluster and back)",
     "reward.ray_address": "which Ray cluster grades, not how",
+    **{f"logging.{name}": "experiment trackers only read the run's records"
+       for name in ("backends", "project", "attempts_per_step", "attempts_every",
+                    "wandb_mode", "wandb_entity", "mlflow_tracking_uri")},
 }
 
 

@@ -32,6 +32,7 @@ from rlvr.distributed.context import Dist, check_same, init_from_env, peer_failu
 from rlvr.distributed.fsdp import save_optimizer, shard
 from rlvr.rollout.factory import build_engine
 from rlvr.runs import Progress, ReadOnlyRunDir, RunDir
+from rlvr.runs.trackers import TrackerSet
 from rlvr.training.batch import choose_update_path
 from rlvr.training.checkpoint import (OPTIMIZER_DCP, checkpoint_step, latest_checkpoint,
                                       load_trainer_state, save_checkpoint, staging_dir)
@@ -47,6 +48,7 @@ from rlvr.training.rewards import check_reward_backend, verifier_pool
 from rlvr.training.setup import (check_model_path, engine_options, load_data, load_policy,
                                  prompt_renderer)
 from rlvr.training.sft import supervised_warmstart
+from rlvr.training.tracking import check_trackers, finish_status, start_trackers
 from rlvr.verifiers.pool import BatchVerifier
 
 
@@ -67,6 +69,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     dist = join_ranks(cfg, resume)  # alone (world 1) unless launched by torchrun
     check_model_path(cfg.model)  # bad input fails before anything is written
     check_reward_backend(cfg.reward)  # reward.backend=ray without Ray, too
+    check_trackers(cfg.logging)  # logging.backends=[wandb] without wandb, too
     train_records, held_out = load_data(cfg.data, cfg.seed)
     held_out = held_out if dist.is_main else []  # rank 0 evaluates; the others wait
     run = RunDir(run_dir).create() if dist.is_main else ReadOnlyRunDir(run_dir)
@@ -78,14 +81,19 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     checkpoint = _resume_point(cfg, run) if resume else None
     if dist.is_main:
         save_config(cfg, run.config)  # a resumed run's too: its `steps` may have grown
+    # Started before the model: a tracker that cannot start fails the run here.
+    trackers = start_trackers(cfg, run, 1 + (checkpoint_step(checkpoint) if checkpoint else 0),
+                              dist.is_main, progress.message)
     seed_everything(cfg.seed)
     if cfg.model.retain_freed_memory:
         retain_freed_memory()
-    model, tokenizer = load_policy(cfg.model, cfg.seed, checkpoint)
-    model, sampler = shard_policy(dist, model, cfg.model.device)
-    renderer = prompt_renderer(cfg.prompt, tokenizer)
-    engine = build_engine(cfg.sampling.engine, sampler or model, tokenizer, engine_options(cfg))
+    engine = None
     try:  # an engine with its own process state (vLLM: files in /dev/shm) is closed
+        model, tokenizer = load_policy(cfg.model, cfg.seed, checkpoint)
+        model, sampler = shard_policy(dist, model, cfg.model.device)
+        renderer = prompt_renderer(cfg.prompt, tokenizer)
+        engine = build_engine(cfg.sampling.engine, sampler or model, tokenizer,
+                              engine_options(cfg))
         # Chosen once, before the warm-start: a path that cannot run fails here.
         update = choose_update_path(plain_update(cfg) if dist.active else cfg, model, engine,
                                     tokenizer, renderer.render, train_records)
@@ -97,6 +105,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
                                             verifier=cfg.reward.verifier,
                                             options=cfg.reward.options, plan=plan)
             log_eval = HeldOutLog(evaluate_now, run, TrainingClock(), wall_origin=started)
+            log_eval.on_row = trackers.log_evals  # each evals.jsonl line, to the trackers too
             state: dict[str, Any] = {"elapsed": 0.0}
             if checkpoint is None:
                 state = _warm_start(cfg, model, tokenizer, renderer, train_records, log_eval,
@@ -122,11 +131,15 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             gc.collect()
             gc.freeze()
             try:
-                summary = _rl_steps(trainer, run, state, log_eval, progress)
+                summary = _rl_steps(trainer, run, state, log_eval, progress, trackers)
             finally:
                 gc.unfreeze()  # train() may be called again in this process (tests, notebooks)
+    except BaseException as error:
+        trackers.finish(finish_status(error))
+        raise
     finally:
         getattr(engine, "close", lambda: None)()
+    trackers.finish(finish_status(None))
     summary["wall_seconds"] = state["elapsed"]
     run.write_summary(summary)
     dist.barrier()  # every rank done before any leaves (rank 0 wrote the summary)
@@ -272,7 +285,7 @@ def _headline(result: dict[str, Any]) -> str:
 
 
 def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutLog,
-              progress: Progress) -> dict[str, Any]:
+              progress: Progress, trackers: TrackerSet) -> dict[str, Any]:
     cfg = t.cfg
     first = int(state.get("step", 0)) + 1
     # `elapsed` counts wall time across interruptions, `train_seconds` the training clock
@@ -303,6 +316,7 @@ def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutL
             progress.message(warning)
         run.append_metrics(metrics)
         run.append_rollouts(rollouts)
+        trackers.log_step(step, metrics, rollouts)  # TensorBoard, W&B, ... (logging.*)
         progress.step(metrics)
         last = metrics
         if final:
