@@ -5,6 +5,7 @@ printed above the bar, quiet."""
 from __future__ import annotations
 
 import io
+import os
 import re
 from types import SimpleNamespace
 
@@ -201,6 +202,22 @@ def test_force_draws_the_bar_on_any_stream(recording_bar):
     progress = Progress(3, stream=stream, force=True)
     progress.step(metrics(1))
     assert progress.live and len(recording_bar) == 1
+
+
+def test_a_terminal_without_a_size_still_gets_a_bar(monkeypatch):
+    # a pty of 0 x 0 (`script`, some CI runners): tqdm would hide a bar it sized from it
+    monkeypatch.setattr(progress_module.os, "get_terminal_size",
+                        lambda fd: os.terminal_size((0, 0)))
+    stream = Stream(tty=True)
+    stream.fileno = lambda: 2
+    assert progress_module.bar_width(stream) == {"ncols": 100, "nrows": 20}
+    progress = Progress(3, stream=stream)
+    progress.step(metrics(1))
+    progress.close()
+    assert "step 1/3 |" in stream.getvalue()
+    monkeypatch.setattr(progress_module.os, "get_terminal_size",
+                        lambda fd: os.terminal_size((80, 24)))
+    assert progress_module.bar_width(stream) == {"dynamic_ncols": True}
 
 
 @pytest.mark.parametrize("seconds, text", [(0.4, "0s"), (42, "42s"), (185, "3m05s"),

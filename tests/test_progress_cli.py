@@ -81,6 +81,19 @@ def test_quiet_prints_no_progress(tmp_path, capsys):
     assert err == "", err
 
 
+def test_log_every_becomes_an_override_the_ranks_get_too():
+    from rlvr.cli.main import build_parser
+    from rlvr.cli.train import torchrun_arguments, with_log_every
+
+    args = build_parser(only="train").parse_args(["train", "--log-every", "3", "--run-dir",
+                                                  "r", "--nproc", "2", "steps=9"])
+    args.overrides = with_log_every(args)  # as `rlvr train` does first
+    assert args.overrides == ["steps=9", "log_every=3"]
+    assert torchrun_arguments(args, None) == ["--run-dir", "r", "steps=9", "log_every=3"]
+    args = build_parser(only="train").parse_args(["train", "steps=9"])
+    assert with_log_every(args) == ["steps=9"]  # the config's (default 5) stands
+
+
 def test_log_every_must_be_at_least_1():
     with pytest.raises(ConfigError, match="log_every"):
         load_config(TrainConfig, overrides=["log_every=0"])

@@ -7,11 +7,22 @@ line, so CI logs stay short.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
-from typing import Sequence, TextIO
+from typing import Any, Sequence, TextIO
 
 from tqdm import tqdm
+
+
+def bar_width(stream: TextIO) -> dict[str, Any]:
+    """tqdm's size arguments: the terminal's, or a fixed 100 x 20 where it reports
+    none (a copy of rlvr.runs.progress.bar_width: the import layers keep them apart)."""
+    try:
+        columns = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        columns = 0
+    return {"dynamic_ncols": True} if columns else {"ncols": 100, "nrows": 20}
 
 
 class Progress:
@@ -45,7 +56,7 @@ class Progress:
         if self.tty:
             self.bar = tqdm(total=self.total_steps, desc=f"{self.label} [{modes}]",
                             unit="prompt", file=self.stream, leave=self.leave,
-                            dynamic_ncols=True)
+                            **bar_width(self.stream))
         else:
             self._write(f"{self.label}: {self.total_steps} prompt passes ({modes})")
 

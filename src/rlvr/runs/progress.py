@@ -10,6 +10,7 @@ Quiet prints nothing.
 from __future__ import annotations
 
 import math
+import os
 import sys
 from collections import deque
 from typing import Any, TextIO
@@ -38,6 +39,17 @@ def duration(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def bar_width(stream: TextIO) -> dict[str, Any]:
+    """tqdm's size arguments: follow the terminal's width, or a fixed 100 columns and 20
+    rows where it reports none (a pty without a size, as `script` and some CI runners
+    give: tqdm would hide the bar)."""
+    try:
+        columns = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        columns = 0
+    return {"dynamic_ncols": True} if columns else {"ncols": 100, "nrows": 20}
 
 
 class Progress:
@@ -137,7 +149,7 @@ class Progress:
         bar_format = BAR + "  ".join(summary).replace("{", "{{").replace("}", "}}")
         if self.bar is None:  # the first step seen (a resumed run's is past its checkpoint)
             self.bar = tqdm(total=self.total, initial=step, desc=self.label, file=self.stream,
-                            dynamic_ncols=True, leave=True, bar_format=bar_format)
+                            leave=True, bar_format=bar_format, **bar_width(self.stream))
             return
         self.bar.bar_format = bar_format
         self.bar.update(step - self.bar.n)
