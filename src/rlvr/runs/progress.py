@@ -22,7 +22,7 @@ BAR = "{desc} {n_fmt}/{total_fmt} |{bar}| "  # then the numbers (tqdm's postfix 
 
 # metrics key -> (label, format) for the numbers a step shows when it has them: the
 # headline ones of an RL step or (by label) another phase's, then the details of a line
-TRAINING_FIELDS = {"step": (("reward/mean", "reward", ".3f"), ("accuracy", "acc", ".3f")),
+HEADLINE_FIELDS = {"step": (("reward/mean", "reward", ".3f"), ("accuracy", "acc", ".3f")),
                    "sft": (("loss", "loss", ".4f"),)}
 DETAIL_FIELDS = (("response_length/mean", "len", ".1f"), ("kl", "kl", ".4f"),
                  ("entropy", "ent", ".3f"), ("clip_frac", "clip", ".3f"),
@@ -70,7 +70,7 @@ class Progress:
         self._times: deque[float] = deque(maxlen=RECENT_STEPS)
         self._unprinted: dict[str, Any] | None = None  # the last step, when no line showed it
         self._printed_any = False
-        self._headline = TRAINING_FIELDS.get(label, TRAINING_FIELDS["step"])
+        self._headline = HEADLINE_FIELDS.get(label, HEADLINE_FIELDS["step"])
 
     def phase(self, label: str, total_steps: int) -> "Progress":
         """A display for another phase (the warm-start) on the same stream and settings."""
