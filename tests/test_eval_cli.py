@@ -92,3 +92,18 @@ def test_cli_humaneval_plain_prompts_stop_at_the_next_top_level_statement(tiny_r
     # graded in the code sandbox (a 4-character body fails; it is not a harness error)
     assert attempt["verdict"]["reason"] not in ("error", "timeout", "invalid_reference")
     assert data["records"][0]["reference"]["entry_point"] == "has_close_elements"
+
+
+def test_cli_shows_its_progress_in_a_log(tiny_run, tmp_path):
+    # stderr is a pipe here, as in a log: a start line and an end line (no bar)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"prompt": f"{i}+1=", "reference": str(i + 1),
+                                         "verifier": "exact"}) + "\n" for i in range(3)))
+    result = run_cli("eval", str(tiny_run), "--dataset", str(tasks), "--max-new-tokens", "4",
+                     "--output", str(tmp_path / "r.json"), "--workers", "1", timeout=240)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    label = f"eval {tasks}"
+    assert f"{label}: 3 prompt passes (greedy)" in lines
+    done = [line for line in lines if line.startswith(f"{label} [done] 3/3 prompt passes, ")]
+    assert len(done) == 1 and "/3 passed, " in done[0] and "\r" not in result.stderr

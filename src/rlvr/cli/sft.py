@@ -4,6 +4,10 @@ Uses the same config as `rlvr train` (its `model`, `data`, `prompt` and `sft` se
 
     rlvr sft                                  # the demo's warm-start on the tiny model
     rlvr sft sft.steps=500 --run-dir runs/sft
+    rlvr sft --log-every 50 > sft.log 2>&1    # in a log, a line every 50 steps
+
+Progress goes to stderr as `rlvr train`'s does: a bar on a terminal, else a line every
+--log-every N steps (and the first and last).
     rlvr train model.path=runs/sft/model profile=demo sft.steps=0   # RL from it
 """
 
@@ -15,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rlvr.cli.train import EXIT_CONFIG, add_common_arguments, describe, load_cli_config
+from rlvr.cli.train import (EXIT_CONFIG, add_common_arguments, describe, load_cli_config,
+                            with_log_every)
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
@@ -35,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     if args.describe:
         print(describe(TrainConfig))
         return 0
+    args.overrides = with_log_every(args)
     try:
         cfg = load_cli_config(args)
         if cfg.sft.steps < 1:  # the real-model profile's default is no warm-start
@@ -45,13 +51,14 @@ def run(args: argparse.Namespace) -> int:
     run = RunDir(Path(args.run_dir) if args.run_dir else default_run_dir(f"{cfg.name}-sft"))
     run.path.mkdir(parents=True, exist_ok=True)
     save_config(cfg, run.config)
-    progress = Progress(cfg.sft.steps, quiet=args.quiet)
+    progress = Progress(cfg.sft.steps, quiet=args.quiet, log_every=cfg.log_every, label="sft")
     seed_everything(cfg.seed)
     model, tokenizer = load_policy(cfg.model, cfg.seed)
     records, _ = load_data(cfg.data, cfg.seed)
     stats = supervised_warmstart(model, tokenizer, prompt_renderer(cfg.prompt, tokenizer),
                                  records, cfg.sft, cfg.seed + cfg.sft.seed_offset,
-                                 progress.message)
+                                 progress.step)
+    progress.close()
     model.save_pretrained(run.path / "model")
     tokenizer.save_pretrained(run.path / "model")
     run.write_summary({"sft": stats, "model": str(run.path / "model")})

@@ -10,6 +10,7 @@ unset: no warm-start, chat prompts, auto device, every core, lr 1e-6, 512 new to
     rlvr train --resume runs/x                       # continue from its last checkpoint
     rlvr train --resume runs/x steps=400             # extend a run (see rlvr.training.resume)
     rlvr train --describe                            # every config field with its help
+    rlvr train --log-every 10 > train.log 2>&1       # a progress line every 10 steps
     rlvr train --nproc 2 --run-dir runs/x ...        # 2 ranks (torchrun, FSDP2)
     rlvr train --nproc 2 --resume runs/x             # resume on 2 ranks (any number)
 
@@ -23,6 +24,12 @@ rank dies, torchrun stops the others and the run resumes from its last checkpoin
 `rlvr train --nproc N --resume RUN_DIR`). Launching torchrun yourself works too
 (torchrun --nproc-per-node N -m rlvr train --run-dir D ...): --run-dir (or --resume) is
 then required, and --nproc is refused.
+
+Progress goes to stderr: on a terminal a live bar (step/total, reward, accuracy, latest
+held-out accuracy, s/step, ETA) with messages printed above it; anywhere else (a file,
+CI, nohup, SLURM) one line every --log-every N steps (default 5, the config's
+log_every) and for the first and last step, with the timings and tokens/s too. The
+warm-start and held-out evaluations show theirs the same way. --quiet prints none.
 
 Exit status: 0 done; 2 a bad config, data file, model path or resume request, found
 before training starts. Anything else that fails is a bug: it surfaces with its traceback.
@@ -70,7 +77,17 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "-c", help="YAML config file")
     p.add_argument("--run-dir", help="run directory (default runs/NAME-TIMESTAMP)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument("--log-every", type=_positive_int, metavar="N",
+                   help="when stderr is not a terminal, a progress line every N steps "
+                   "(and the first and last); sets the config's log_every (default 5)")
     p.add_argument("--describe", action="store_true", help="list every config field and exit")
+
+
+def with_log_every(args: argparse.Namespace) -> list[str]:
+    """The overrides with --log-every as one more (log_every=N), so it is checked, saved in
+    config.yaml, allowed on --resume and passed to torchrun's ranks like any override."""
+    extra = [f"log_every={args.log_every}"] if getattr(args, "log_every", None) else []
+    return list(args.overrides) + extra
 
 
 def load_cli_config(args: argparse.Namespace) -> Any:
@@ -113,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     if args.describe:
         print(describe(TrainConfig))
         return 0
+    args.overrides = with_log_every(args)
     nproc = getattr(args, "nproc", None)
     if nproc is not None and _under_torchrun():
         print("rlvr train: --nproc launches torchrun itself; under torchrun (WORLD_SIZE="
@@ -137,7 +155,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"rlvr train: config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    return _train(cfg, run_dir, bool(args.resume), Progress(cfg.steps, quiet=args.quiet))
+    progress = Progress(cfg.steps, quiet=args.quiet, log_every=cfg.log_every,
+                        max_seconds=cfg.max_seconds)
+    return _train(cfg, run_dir, bool(args.resume), progress)
 
 
 def _under_torchrun() -> bool:
@@ -235,6 +255,8 @@ def _train(cfg: Any, run_dir: Path, resume: bool, progress: Any) -> int:
     except (ConfigError, DataError, PromptError, ModelNotFound, ResumeError) as exc:
         print(f"rlvr train: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    finally:
+        progress.close()  # an error's traceback starts below the bar, not on it
     if not _is_main_rank():  # under torchrun rank 0 reports
         return 0
     before, after = summary["eval"]["before"], summary["eval"]["after"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from rlvr.data.records import TaskRecord
+from rlvr.evaluation.progress import Progress
 from rlvr.evaluation.runner import EvalResult, EvalSettings, evaluate_records
 from rlvr.evaluation.summary import Attempt
 from rlvr.rollout.base import RolloutEngine
@@ -64,19 +65,21 @@ def _mean_tokens(result: EvalResult, mode: str) -> float:
 
 def run_held_out(engine: RolloutEngine, render: Renderer, pool: BatchVerifier | None,
                  records: Sequence[TaskRecord], plan: EvalPlan, verifier: str = "",
-                 options: dict[str, Any] | None = None) -> HeldOutResult:
-    """Greedy over `records`, then plan.n samples over the first plan.sample_size."""
+                 options: dict[str, Any] | None = None,
+                 progress: Progress | None = None) -> HeldOutResult:
+    """Greedy over `records`, then plan.n samples over the first plan.sample_size;
+    `progress` shows each pass."""
     plan.validate()
     started = time.perf_counter()
     greedy = evaluate_records(engine, records, render, _settings(plan, True, len(records)),
-                              pool, verifier, options)
+                              pool, verifier, options, progress)
     row = {k: v for k, v in greedy.metrics.items() if k.startswith("greedy/")}
     row["greedy/length"] = _mean_tokens(greedy, "greedy")
     row["count"] = float(len(records))
     if plan.n:
         subset = list(records[:plan.sample_size] if plan.sample_size else records)
         sampled = evaluate_records(engine, subset, render, _settings(plan, False, len(subset)),
-                                   pool, verifier, options)
+                                   pool, verifier, options, progress)
         row.update({k: v for k, v in sampled.metrics.items() if k != "count"})
         row["sample/length"] = _mean_tokens(sampled, "sample")
         row["sample/count"] = float(len(subset))

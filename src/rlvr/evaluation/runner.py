@@ -258,12 +258,12 @@ def grade_samples(records: Sequence[TaskRecord], completions: dict[str, list[str
 def evaluate_records(engine: RolloutEngine, records: Sequence[TaskRecord], render: Renderer,
                      settings: EvalSettings, pool: BatchVerifier | None = None,
                      verifier: str = "", options: dict[str, Any] | None = None,
-                     ) -> EvalResult:
+                     progress: Progress | None = None) -> EvalResult:
     """`evaluate` with the trainer's reward.verifier override: a non-empty `verifier`
     grades every record with that verifier and `options` (e.g. a composite's
     components) instead of its own, exactly as the training rewards are graded."""
     if verifier:
         records = [replace(r, verifier=verifier, options=dict(options or {}))
                    for r in records]
-    return evaluate(engine, records, render, settings, pool=pool)
+    return evaluate(engine, records, render, settings, pool=pool, progress=progress)
 

@@ -466,6 +466,10 @@ class TrainConfig:
                               "checkpoint as at the last step (0 = run every step)",
                               default=0.0)
     log_rollouts: bool = _doc("write every attempt to rollouts.jsonl", default=True)
+    log_every: int = _doc("progress when stderr is not a terminal (a log file, CI, nohup): "
+                          "one line every N RL or warm-start steps, and for the first and "
+                          "last (a terminal gets a live bar instead; --log-every N sets it)",
+                          default=5)
     audit_every: int = _doc("every N steps, check the last N steps' passed attempts for "
                             "reward-hack patterns (rlvr.audit: answers copied from the "
                             "prompt, unevaluated expressions, ...) and warn in the log; "
@@ -526,6 +530,8 @@ class TrainConfig:
             raise ConfigError("must be >= 0", "steps")
         if self.max_seconds < 0:
             raise ConfigError("must be >= 0 (0 = no limit)", "max_seconds")
+        if self.log_every < 1:
+            raise ConfigError("must be >= 1", "log_every")
         if self.audit_every < 0:
             raise ConfigError("must be >= 0 (0 = off)", "audit_every")
         if self.sampling.prompts_per_step % self.algorithm.minibatches:

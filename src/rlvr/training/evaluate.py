@@ -12,8 +12,9 @@ from typing import Any, Callable, Sequence
 from rlvr.data.prompts import PromptRenderer
 from rlvr.data.records import TaskRecord, prompt_text
 from rlvr.evaluation.held_out import EvalPlan, run_held_out
+from rlvr.evaluation.progress import Progress as EvalProgress
 from rlvr.rollout.base import RolloutEngine
-from rlvr.runs import RunDir
+from rlvr.runs import Progress, RunDir
 from rlvr.training.clock import TrainingClock
 from rlvr.training.config import TrainConfig
 from rlvr.verifiers.pool import BatchVerifier
@@ -30,17 +31,19 @@ def eval_plan(cfg: TrainConfig) -> EvalPlan:
 def evaluate(engine: RolloutEngine, renderer: PromptRenderer, pool: BatchVerifier,
              records: Sequence[TaskRecord], max_new_tokens: int = 0, stop: Sequence[str] = (),
              verifier: str = "", options: dict[str, Any] | None = None,
-             plan: EvalPlan | None = None) -> dict[str, Any]:
+             plan: EvalPlan | None = None, display: Progress | None = None) -> dict[str, Any]:
     """{"accuracy", "score", "n", "examples": first few (prompt id, completion, passed),
     "row": every number (rlvr.evaluation.held_out), "seconds", "answers": every greedy
     answer with its prompt, reference and verdict}; {} without records. `plan` (else
     greedy only, `max_new_tokens`, `stop`) says what runs. A non-empty `verifier` grades
     every record with it and `options`, as the training rewards are
-    (rlvr.training.rewards.verify_groups)."""
+    (rlvr.training.rewards.verify_groups). `display`, the run's progress, also shows
+    this evaluation's (a bar on its terminal, a start and an end line in a log)."""
     if not records:
         return {}
     plan = plan or EvalPlan(max_new_tokens=max_new_tokens, stop=tuple(stop))
-    result = run_held_out(engine, renderer.render, pool, records, plan, verifier, options)
+    result = run_held_out(engine, renderer.render, pool, records, plan, verifier, options,
+                          progress=held_out_progress(display))
     examples = [{"id": a.record_id, "completion": a.completion, "passed": a.verdict.passed}
                 for a in result.greedy[:5]]
     answers = [{"id": a.record_id, "prompt": prompt_text(r), "reference": r.reference,
@@ -50,6 +53,15 @@ def evaluate(engine: RolloutEngine, renderer: PromptRenderer, pool: BatchVerifie
     return {"accuracy": result.row["greedy/accuracy"], "score": result.row["greedy/score"],
             "n": len(records), "examples": examples, "row": result.row,
             "seconds": result.seconds, "answers": answers}
+
+
+def held_out_progress(display: Progress | None) -> EvalProgress:
+    """The evaluation's display on the run's stream: a bar that clears when done (the
+    run's message gives the result), or lines in a log; silent without a display."""
+    if display is None or display.quiet:
+        return EvalProgress.silent()
+    return EvalProgress(label="held-out", stream=display.stream, tty=display.live,
+                        leave=False)
 
 
 class EvalSchedule:

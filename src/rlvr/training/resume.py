@@ -27,6 +27,7 @@ RESUMABLE_FIELDS: dict[str, str] = {
                                             "sample_size")},
     "eval_every": "the older name of eval.every",
     "log_rollouts": "what is written to rollouts.jsonl",
+    "log_every": "how often progress is printed",
     "audit_every": "the live reward-hack audit only warns",
     "reward.workers": "verifier processes grade the same cases the same way",
     "reward.backend": "Ray actors give the worker processes' verdicts (a run may move "

@@ -103,7 +103,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             plan = eval_plan(cfg)
             evaluate_now = lambda: evaluate(engine, renderer, pool, held_out,  # noqa: E731
                                             verifier=cfg.reward.verifier,
-                                            options=cfg.reward.options, plan=plan)
+                                            options=cfg.reward.options, plan=plan,
+                                            display=progress)
             log_eval = HeldOutLog(evaluate_now, run, TrainingClock(), wall_origin=started)
             log_eval.on_row = trackers.log_evals  # each evals.jsonl line, to the trackers too
             state: dict[str, Any] = {"elapsed": 0.0}
@@ -176,12 +177,15 @@ def _warm_start(cfg: TrainConfig, model: Any, tokenizer: Any, renderer: Any, rec
     state: dict[str, Any] = {}
     if cfg.sft.steps > 0:
         progress.message(f"supervised warm-start: {cfg.sft.steps} steps")
+        sft_progress = progress.phase("sft", cfg.sft.steps)
         state["sft"] = supervised_warmstart(model, tokenizer, renderer, records, cfg.sft,
-                                            cfg.seed + cfg.sft.seed_offset, progress.message)
+                                            cfg.seed + cfg.sft.seed_offset, sft_progress.step)
+        sft_progress.close()
         engine.sync_weights(model)  # an engine with its own copy (vLLM) samples from SFT's
     state["eval_before"] = log_eval(0)
     if state["eval_before"]:
         progress.message(f"held-out accuracy before RL: {state['eval_before']['accuracy']:.3f}")
+        progress.held_out(state["eval_before"]["accuracy"])
     return state
 
 
@@ -325,6 +329,7 @@ def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutL
             with peer_failures(t.dist, "checkpoint"):
                 _checkpoint(t, run, step, {**state, "elapsed": time.perf_counter() - began,
                                            "train_seconds": clock.seconds()})
+    progress.close()
     if step < cfg.steps:
         progress.message(f"max_seconds={cfg.max_seconds:g} reached after step {step}")
     after = log_eval(step)

@@ -56,8 +56,11 @@ def sft_batch(tokenizer: Any, pairs: Sequence[tuple[str, str]],
 
 def supervised_warmstart(model: Any, tokenizer: Any, renderer: PromptRenderer,
                          records: Sequence[TaskRecord], cfg: SFTConfig, seed: int,
-                         log: Callable[[str], None] = lambda _: None) -> dict[str, float]:
-    """Run `cfg.steps` SFT steps on `records`; returns {"steps", "loss", "seconds"}."""
+                         on_step: Callable[[dict[str, float]], None] = lambda _: None,
+                         ) -> dict[str, float]:
+    """Run `cfg.steps` SFT steps on `records`; returns {"steps", "loss", "seconds"}.
+    `on_step` gets {"step" (1-based), "loss", "time/step"} after every step (a display
+    decides which to show: rlvr.runs.Progress)."""
     if cfg.steps <= 0:
         return {"steps": 0}
     device = next(model.parameters()).device
@@ -67,6 +70,7 @@ def supervised_warmstart(model: Any, tokenizer: Any, renderer: PromptRenderer,
     model.train()
     start, loss_value = time.perf_counter(), float("nan")
     for step in range(cfg.steps):
+        began = time.perf_counter()
         chosen = [records[rng.randrange(len(records))] for _ in range(cfg.batch_size)]
         pairs = [(renderer.render(r), worked_example(r, cfg, rng)) for r in chosen]
         ids, attention, labels = sft_batch(tokenizer, pairs, device)
@@ -77,8 +81,8 @@ def supervised_warmstart(model: Any, tokenizer: Any, renderer: PromptRenderer,
         optimizer.step()
         scheduler.step()
         loss_value = float(loss.detach())
-        if (step + 1) % max(1, cfg.steps // 5) == 0:
-            log(f"sft step {step + 1}/{cfg.steps}  loss {loss_value:.4f}")
+        on_step({"step": step + 1, "loss": loss_value,
+                 "time/step": time.perf_counter() - began})
     release_gradients(optimizer)  # the RL update makes its own
     model.eval()
     return {"steps": cfg.steps, "loss": loss_value, "seconds": time.perf_counter() - start}
