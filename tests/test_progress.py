@@ -278,3 +278,13 @@ def test_a_silent_evaluation_writes_nothing(recording_bar, capsys):
     progress.generated("greedy", 5)
     progress.finish()
     assert recording_bar == [] and capsys.readouterr().err == ""
+
+
+def test_a_long_warm_start_prints_about_ten_lines_in_a_log():
+    # 600 warm-start steps at log_every 5 would be 121 lines; the phase prints every 60
+    stream = Stream(tty=False)
+    sft = Progress(100, stream=stream, log_every=5).phase("sft", 600)
+    for step in range(1, 601):
+        sft.step({"step": step, "loss": 1.0, "time/step": 0.1})
+    assert [line.split()[1] for line in lines_of(stream)] == \
+        ["1/600"] + [f"{k}/600" for k in range(60, 601, 60)]

@@ -73,9 +73,11 @@ class Progress:
         self._headline = HEADLINE_FIELDS.get(label, HEADLINE_FIELDS["step"])
 
     def phase(self, label: str, total_steps: int) -> "Progress":
-        """A display for another phase (the warm-start) on the same stream and settings."""
-        return Progress(total_steps, self.quiet, self.stream, self.force, self.log_every,
-                        label=label)
+        """A display for another phase (the warm-start) on the same stream and settings.
+        In a log it prints at most ~10 lines: the demo's 600 warm-start steps at the RL
+        cadence would be 120 lines before the first RL step."""
+        every = max(self.log_every, math.ceil(total_steps / 10))
+        return Progress(total_steps, self.quiet, self.stream, self.force, every, label=label)
 
     def message(self, text: str) -> None:
         if self.quiet:
