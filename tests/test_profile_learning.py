@@ -4,6 +4,7 @@ still counts), phases nest, and the hooks label every phase of a tiny training r
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 from pathlib import Path
@@ -28,8 +29,14 @@ def test_a_freed_transient_counts_in_its_phase_and_its_parents():
         pytest.skip("this kernel refuses to reset the RSS high-water mark")
     with meter.phase("outer"):
         with meter.phase("inner"):
-            transient = b"\x01" * (200 * MB)  # written, so every page is resident
-            del transient
+            # Fresh pages from mmap, written so each is resident: a bytes object would come
+            # from malloc, which may reuse memory an earlier test left in this process's
+            # heap (the trainer's retain_freed_memory keeps it), and then RSS never rises.
+            transient = mmap.mmap(-1, 200 * MB)
+            chunk = b"\x01" * MB
+            for offset in range(0, 200 * MB, MB):
+                transient[offset:offset + MB] = chunk
+            transient.close()
         with meter.phase("quiet"):
             pass
     inner, quiet, outer = meter.records  # in the order the phases ended

@@ -132,20 +132,27 @@ function chartSpecs() {
   return specs;
 }
 
+// One run: a colour per series. Several: a colour per run, a dash per series.
+const HONEST_SERIES = {reward: ["#1f77b4", "solid"], passed: ["#2ca02c", "dot"],
+                       strict: ["#ff7f0e", "dash"], held: ["#9467bd", "solid"]};
+
 function honestTraces() {
   const traces = [];
   state.runs.forEach((run, i) => {
-    const color = COLORS[i % COLORS.length];
-    const tag = state.runs.length > 1 ? `${run.name}: ` : "";
+    const several = state.runs.length > 1;
+    const tag = several ? `${run.name}: ` : "";
+    const line = (series, width = 2) => ({color: several ? COLORS[i % COLORS.length] : HONEST_SERIES[series][0],
+                                          dash: HONEST_SERIES[series][1], width});
     const reward = run.curves["reward/mean"];
-    if (reward) traces.push({x: reward.x, y: reward.y, name: tag + "reward", line: {color}});
+    if (reward) traces.push({x: reward.x, y: reward.y, name: tag + "reward", line: line("reward")});
     const strict = state.strict[i];
     if (strict && strict.x.length) {
-      traces.push({x: strict.x, y: strict.passed, name: tag + "passed (verifier)", line: {color, dash: "dot"}});
-      traces.push({x: strict.x, y: strict.strict, name: tag + "passed strict re-grade", line: {color, dash: "dash", width: 3}});
+      traces.push({x: strict.x, y: strict.passed, name: tag + "passed (verifier)", line: line("passed")});
+      traces.push({x: strict.x, y: strict.strict, name: tag + "passed strict re-grade", line: line("strict", 3)});
     }
     const held = run.evals["greedy/accuracy"];
-    if (held) traces.push({x: held.x, y: held.y, name: tag + "held-out accuracy", mode: "lines+markers", line: {color, width: 1}, marker: {symbol: "diamond", size: 7}});
+    if (held) traces.push({x: held.x, y: held.y, name: tag + "held-out accuracy", mode: "lines+markers",
+                           line: line("held", 1), marker: {symbol: "diamond", size: 8}});
   });
   return traces;
 }
@@ -165,9 +172,10 @@ function renderCharts() {
       div = el("div", {cls: "chart", "data-key": spec.id});
       box.append(div);
     }
-    const layout = {title: {text: spec.title, font: {size: 13}}, margin: {l: 45, r: 10, t: 32, b: 32},
-                    height: 240, xaxis: {title: {text: "step"}}, showlegend: spec.id === "honest" || state.runs.length > 1,
-                    legend: {orientation: "h", y: -0.25, font: {size: 10}}};
+    const layout = {title: {text: spec.title, font: {size: 13}}, margin: {l: 50, r: 10, t: 32, b: 24},
+                    height: 240, yaxis: {exponentformat: "e"},
+                    showlegend: spec.id === "honest" || state.runs.length > 1,
+                    legend: {orientation: "h", y: -0.15, font: {size: 10}}};
     Plotly.react(div, spec.traces, layout, {displayModeBar: false, responsive: true});
   }
 }
