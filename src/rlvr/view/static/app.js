@@ -225,10 +225,14 @@ function renderReasons(attempts) {
 
 function groupCard(group, shown) {
   const passed = group.attempts.filter((a) => a.passed).length;
+  const rewards = group.attempts.map((a) => a.reward).filter((r) => typeof r === "number");
+  const mean = rewards.length ? rewards.reduce((x, y) => x + y, 0) / rewards.length : null;
+  const hidden = group.attempts.length - shown.length;
   return el("div", {cls: "group"}, [
     el("div", {cls: "group-head"}, [
       el("span", {cls: "prompt-id", text: String(group.prompt_id)}),
-      el("span", {cls: "muted", text: ` ${passed}/${group.attempts.length} passed · reference `}),
+      el("span", {cls: "muted", text: ` ${passed}/${group.attempts.length} passed · mean reward ${fmt(mean)}` +
+                                      `${hidden ? ` · ${hidden} filtered out` : ""} · reference `}),
       el("code", {cls: "reference", text: String(group.reference)}),
       el("button", {cls: "follow-button", text: "follow across steps", onclick: () => followPrompt(group.prompt_id)}),
     ]),
@@ -238,8 +242,11 @@ function groupCard(group, shown) {
 }
 
 function attemptRow(a) {
-  const details = Object.entries(a.details || {}).map(([k, v]) =>
-    el("span", {cls: "detail"}, [el("b", {text: k + ": "}), typeof v === "string" ? v : JSON.stringify(v)]));
+  const details = Object.entries(a.details || {}).map(([k, v]) => {
+    const text = typeof v === "string" ? v : JSON.stringify(v);  // e.g. a failing test's output
+    return el("span", {cls: "detail", title: text.length > 300 ? text : ""},
+              [el("b", {text: k + ": "}), text.length > 300 ? text.slice(0, 300) + " …" : text]);
+  });
   return el("div", {cls: `attempt ${a.passed ? "pass" : "fail"}${a.flags.length ? " flagged" : ""}`, "data-sample": a.sample}, [
     el("div", {cls: "meta"}, [
       el("span", {cls: "badge", text: a.passed ? "PASS" : "FAIL"}),
@@ -264,9 +271,11 @@ async function followPrompt(id) {
   const rows = await source.follow(state.run, id);
   const close = el("button", {text: "close", onclick: () => { state.following = null; box.replaceChildren(); }});
   box.replaceChildren(el("div", {cls: "follow-head"}, [el("b", {text: `prompt ${id} across ${rows.length} steps `}), close]),
-    ...rows.map((row) => {
+    ...rows.map((row, k) => {
       const passed = row.attempts.filter((a) => a.passed).length;
-      return el("details", {cls: "follow-step"}, [
+      // the first and the latest step open: what it tried then, what it tries now
+      const open = k === 0 || k === rows.length - 1 ? {open: ""} : {};
+      return el("details", {cls: "follow-step", ...open}, [
         el("summary", {text: `step ${row.step}: ${passed}/${row.attempts.length} passed`}),
         el("div", {cls: "attempts"}, row.attempts.map(attemptRow)),
       ]);

@@ -1,0 +1,68 @@
+"""The README's screenshots of `rlvr view`, taken in the system's Chromium.
+
+    python benchmarks/view_screenshots.py RUN_DIR          # e.g. the default demo's run
+
+Writes docs/images/view_curves.png and view_attempts.png from RUN_DIR, and
+view_hacked.png (curves) and view_flagged.png (the attempts the audit flags) from a
+synthetic run in the trainer's format whose policy boxes the question's own expression
+(tests/audit_fixtures.py, modelled on issue 14's real run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests"))
+IMAGES = ROOT / "docs" / "images"
+
+
+def shoot(url: str, shots: list[tuple[str, str | None, str | None]]) -> None:
+    """shots: (file name, element to scroll to, status filter)."""
+    from playwright.sync_api import sync_playwright
+    from view_helpers import chromium_args, chromium_path
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=chromium_args())
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(url)
+        page.wait_for_selector(".attempt")
+        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 3")
+        time.sleep(2.5)  # the strict re-grade's first batches
+        for name, anchor, status in shots:
+            if status:
+                page.select_option("#filter-status", status)
+            if anchor:
+                page.evaluate(f"document.querySelector('{anchor}').scrollIntoView()")
+            time.sleep(0.5)
+            page.screenshot(path=str(IMAGES / name))
+            print(f"wrote {IMAGES / name}")
+        browser.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", help="the run directory to show (the default demo's)")
+    args = parser.parse_args()
+    from audit_fixtures import write_run
+    from view_helpers import served
+
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    with served(Path(args.run)) as url:
+        shoot(url, [("view_curves.png", None, None),
+                    ("view_attempts.png", "#attempts-section", None)])
+    with tempfile.TemporaryDirectory() as tmp:
+        hacked = write_run(Path(tmp) / "hacked-synthetic", hacked=True, eval_every=10)
+        with served(hacked) as url:
+            shoot(url, [("view_hacked.png", None, None),
+                        ("view_flagged.png", "#attempts-section", "flagged")])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
