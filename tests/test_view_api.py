@@ -40,6 +40,12 @@ def test_overview_holds_the_runs_curves_and_evaluations(hacked_run):
     assert run["curves"]["time/step"]["y"] == [3.1] * STEPS
     assert "kl" not in run["curves"]  # not logged: no empty chart
     assert run["summary"]["held_out_before"] == pytest.approx(0.067)
+    # no evals.jsonl (a run from before it existed): summary's before/after around the
+    # metrics' eval/accuracy
+    held = run["evals"]["greedy/accuracy"]
+    assert held["x"] == [0, 10, 20, 30, 40, STEPS]
+    assert held["y"][0] == pytest.approx(0.067) and held["y"][-1] == pytest.approx(0.40)
+    assert held["y"][1:-1] == [m["eval/accuracy"] for m in metrics if "eval/accuracy" in m]
     assert run["notes"] == [f"{hacked_run / 'evals.jsonl'}: not found"]
 
 

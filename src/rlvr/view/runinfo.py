@@ -154,7 +154,8 @@ class ViewRun:
             steps = list(range(int(span[0]), int(span[1]) + 1)) if span else []
         return {"name": self.name, "path": str(self.path), "status": self.status(),
                 "verifier": self.verifier(), "steps": steps,
-                "curves": curve_series(metrics), "evals": eval_series(self.evals.read()),
+                "curves": curve_series(metrics),
+                "evals": eval_series(self.evals.read()) or older_evals(metrics, self.summary()),
                 "summary": _summary_headline(self.summary()), "notes": self.notes()}
 
 
@@ -183,6 +184,25 @@ def eval_series(evals: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             series[key] = {"label": f"held-out {key}", "x": [p[0] for p in points],
                            "y": [p[1] for p in points]}
     return series
+
+
+def older_evals(metrics: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:
+    """Held-out greedy accuracy of a run from before evals.jsonl existed: summary.json's
+    "before" (step 0) and "after" (its last step) around metrics' eval/accuracy."""
+    evals = summary.get("eval") or {}
+    points = []
+    if isinstance((evals.get("before") or {}).get("accuracy"), (int, float)):
+        points.append((0, evals["before"]["accuracy"]))
+    points += [(m["step"], m["eval/accuracy"]) for m in metrics
+               if isinstance(m.get("step"), int) and isinstance(m.get("eval/accuracy"), (int, float))
+               and m["eval/accuracy"] == m["eval/accuracy"]]
+    after = (evals.get("after") or {}).get("accuracy")
+    if isinstance(after, (int, float)) and isinstance(summary.get("steps"), int):
+        points.append((summary["steps"], after))
+    if not points:
+        return {}
+    return {"greedy/accuracy": {"label": "held-out greedy/accuracy",
+                                "x": [p[0] for p in points], "y": [p[1] for p in points]}}
 
 
 def _summary_headline(summary: dict[str, Any]) -> dict[str, Any]:

@@ -173,7 +173,7 @@ function renderCharts() {
       box.append(div);
     }
     const layout = {title: {text: spec.title, font: {size: 13}}, margin: {l: 50, r: 10, t: 32, b: 24},
-                    height: 240, yaxis: {exponentformat: "e"},
+                    height: 240, yaxis: {exponentformat: "e", rangemode: spec.id === "honest" ? "tozero" : "normal"},
                     showlegend: spec.id === "honest" || state.runs.length > 1,
                     legend: {orientation: "h", y: -0.15, font: {size: 10}}};
     Plotly.react(div, spec.traces, layout, {displayModeBar: false, responsive: true});
