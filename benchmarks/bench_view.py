@@ -1,6 +1,6 @@
 """How fast `rlvr view` opens a big run, measured as a user meets it: a browser loading
-the page of a run whose rollouts.jsonl is ~1 GB, until the last step's attempts and
-the curves are drawn.
+the page of a run whose rollouts.jsonl is ~1 GB, until the last step's attempts are on
+screen, then until the curves are drawn (after plotly.js compiles).
 
     python benchmarks/bench_view.py                  # 1 GB, 5 page loads
     python benchmarks/bench_view.py --gb 0.2 --repeats 3
@@ -8,16 +8,19 @@ the curves are drawn.
 The run is synthetic (written here, in the trainer's format: 256 attempts a step,
 ~4 KB each, the math verifier's verdicts) so the size is exact. The peer is what a
 viewer that loads the whole file does: reading and parsing every line, timed once in
-the same run. Needs the `view` extra, Playwright and a system Chromium (see
+the same run. A 1 MB run's page is measured in turn with it (the same
+page without the size). Needs the `view` extra, Playwright and a system Chromium (see
 tests/view_helpers.py). Ends with:
 
-    view: G GB rollouts (S steps x 256 attempts), page ready in X s (median of N, A-B),
-    another step in Y s; reading the whole file takes Z s
+    view: G GB rollouts (S steps x 256 attempts): attempts shown in X s (spread), curves
+    in C s (spread), another step in Y s (spread); a 1 MB run: X1 / C1 / Y1 s; reading
+    the whole file takes Z s (median of N first visits)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -87,58 +90,81 @@ def full_read_seconds(path: Path) -> float:
     return time.perf_counter() - began
 
 
-def page_loads(url: str, repeats: int, middle_step: int) -> tuple[list[float], list[float]]:
-    from playwright.sync_api import sync_playwright
-    from view_helpers import chromium_args, chromium_path
+def page_loads(url: str, repeats: int, middle_step: int, browser: object) -> dict[str, list[float]]:
+    """Seconds from navigation to: the last step's attempts on screen ("shown"), the
+    curves drawn ("curves", after plotly.js compiles), another step on screen. Each
+    load in a fresh browser context (an empty cache: a first visit)."""
+    times: dict[str, list[float]] = {"shown": [], "curves": [], "step": []}
+    for _ in range(repeats):
+        context = browser.new_context()
+        page = context.new_page()
+        began = time.perf_counter()
+        page.goto(url)
+        page.wait_for_selector(".attempt")
+        times["shown"].append(time.perf_counter() - began)
+        page.wait_for_selector("#charts[data-drawn]")
+        times["curves"].append(time.perf_counter() - began)
+        began = time.perf_counter()
+        page.fill("#step-input", str(middle_step))
+        page.dispatch_event("#step-input", "change")
+        page.wait_for_function(f"document.querySelector('#step-title').textContent"
+                               f".startsWith('step {middle_step}:')")
+        times["step"].append(time.perf_counter() - began)
+        context.close()
+    return times
 
-    ready, another = [], []
-    with sync_playwright() as playwright:
+
+def measure(runs: list[tuple[Path, int]], repeats: int) -> list[dict[str, list[float]]]:
+    """Every run's page loads, the runs taking turns so drift hits them alike."""
+    from playwright.sync_api import sync_playwright
+    from view_helpers import chromium_args, chromium_path, served
+
+    results: list[dict[str, list[float]]] = [{"shown": [], "curves": [], "step": []} for _ in runs]
+    with contextlib.ExitStack() as stack:
+        urls = [stack.enter_context(served(run)) for run, _ in runs]
+        playwright = stack.enter_context(sync_playwright())
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=chromium_args())
         for _ in range(repeats):
-            context = browser.new_context()  # a fresh cache each time: plotly.js loaded too
-            page = context.new_page()
-            began = time.perf_counter()
-            page.goto(url)
-            page.wait_for_selector(".attempt")
-            page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 3")
-            ready.append(time.perf_counter() - began)
-            began = time.perf_counter()
-            page.fill("#step-input", str(middle_step))
-            page.dispatch_event("#step-input", "change")
-            page.wait_for_function(f"document.querySelector('#step-title').textContent"
-                                   f".startsWith('step {middle_step}:')")
-            another.append(time.perf_counter() - began)
-            context.close()
+            for (run, steps), url, result in zip(runs, urls, results):
+                for key, values in page_loads(url, 1, max(1, steps // 2), browser).items():
+                    result[key] += values
         browser.close()
-    return ready, another
+    return results
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} s ({min(values):.2f}-{max(values):.2f})"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gb", type=float, default=1.0, help="rollouts.jsonl size (default 1)")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--dir", help="where to write the run (default: a temp dir, removed)")
+    parser.add_argument("--dir", help="where to write the runs (default: a temp dir, removed)")
     args = parser.parse_args()
-    from view_helpers import served
-
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        run = Path(tmp) / "big-run"
+        big, small = Path(tmp) / "big-run", Path(tmp) / "small-run"
         began = time.perf_counter()
-        steps, size = write_run(run, args.gb)
+        steps, size = write_run(big, args.gb)
+        small_steps, small_size = write_run(small, 0.001)
         print(f"wrote {size / 1e9:.2f} GB of rollouts ({steps} steps) in "
-              f"{time.perf_counter() - began:.0f} s", flush=True)
+              f"{time.perf_counter() - began:.0f} s; the peer page: {small_size / 1e6:.1f} MB "
+              f"({small_steps} steps)", flush=True)
         subprocess.run(["sync"], check=False)
-        peer = full_read_seconds(run / "rollouts.jsonl")
-        print(f"peer: reading and parsing the whole file: {peer:.1f} s", flush=True)
+        peer = full_read_seconds(big / "rollouts.jsonl")
+        print(f"reading and parsing the whole file: {peer:.1f} s", flush=True)
         os.environ.setdefault("PYTHONPATH", str(ROOT / "src"))
-        with served(run) as url:
-            ready, another = page_loads(url, args.repeats, steps // 2)
-    for name, values in (("page ready", ready), ("another step", another)):
-        print(f"{name:13s} " + ", ".join(f"{v:.2f}" for v in values) + " s")
-    print(f"view: {size / 1e9:.2f} GB rollouts ({steps} steps x {ATTEMPTS} attempts), page ready "
-          f"in {statistics.median(ready):.2f} s (median of {len(ready)}, {min(ready):.2f}-"
-          f"{max(ready):.2f}), another step in {statistics.median(another):.2f} s; reading "
-          f"the whole file takes {peer:.1f} s")
+        big_times, small_times = measure([(big, steps), (small, small_steps)], args.repeats)
+    for name, times in (("1 GB run", big_times), ("small run", small_times)):
+        for key, values in times.items():
+            print(f"{name:9s} {key:6s} " + ", ".join(f"{v:.2f}" for v in values) + " s")
+    print(f"view: {size / 1e9:.2f} GB rollouts ({steps} steps x {ATTEMPTS} attempts): attempts "
+          f"shown in {spread(big_times['shown'])}, curves in {spread(big_times['curves'])}, "
+          f"another step in {spread(big_times['step'])}; a {small_size / 1e6:.0f} MB run: "
+          f"{statistics.median(small_times['shown']):.2f} / "
+          f"{statistics.median(small_times['curves']):.2f} / "
+          f"{statistics.median(small_times['step']):.2f} s; reading the whole file takes "
+          f"{peer:.1f} s (median of {args.repeats} first visits)")
     return 0
 
 

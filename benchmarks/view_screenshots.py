@@ -32,7 +32,7 @@ def shoot(url: str, shots: list[tuple[str, str | None, str | None]]) -> None:
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(url)
         page.wait_for_selector(".attempt")
-        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 3")
+        page.wait_for_selector("#charts[data-drawn]")
         time.sleep(2.5)  # the strict re-grade's first batches
         for name, anchor, status in shots:
             if status:

@@ -63,9 +63,11 @@ def test_real_run_curves_attempts_steps_and_filters(real_run):
         page.goto(url)
         page.wait_for_selector(".attempt")
         # curves: each chart is a plotly plot with data (one trace per run or more)
-        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+        page.wait_for_selector("#charts[data-drawn]")
         traces = page.evaluate("[...document.querySelectorAll('.chart')].map((c) => (c.data || []).length)")
         assert len(traces) >= 5 and all(n >= 1 for n in traces)
+        drawn = page.evaluate("[...document.querySelectorAll('.chart')].map((c) => !!c.querySelector('svg.main-svg .scatterlayer .trace'))")
+        assert all(drawn)  # plotly drew a line in every chart
         keys = page.evaluate("[...document.querySelectorAll('.chart')].map((c) => c.dataset.key)")
         assert {"honest", "reward/mean", "entropy", "response_length/mean", "time/step"} <= set(keys)
         assert "tiny-run" in page.inner_text("#runs")
@@ -180,7 +182,7 @@ def test_exported_page_works_alone(tmp_path):
         page.on("request", lambda request: requests.append(request.url))
         page.goto(out.as_uri())
         page.wait_for_selector(".attempt")
-        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 3")
+        page.wait_for_selector("#charts[data-drawn]")
         assert page.locator(".attempt").count() == len(last)
         assert attempt_text(page, last[5]["completion"]) is not None
         page.click("#step-first")

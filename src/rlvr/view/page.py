@@ -41,19 +41,20 @@ def plotly_js_path() -> Path:
 
 def served_page(title: str, refresh_s: float) -> str:
     """The HTML the server returns at /: scripts by URL, data from /api."""
-    # plotly.js (4.8 MB) loads async: the attempts are drawn while it parses, the
-    # curves when it is ready (app.js: plotlyLoaded).
-    head = ('<link rel="stylesheet" href="static/style.css">'
-            '<script async src="static/plotly.min.js" onload="window.plotlyLoaded && '
-            'window.plotlyLoaded()"></script>')
-    boot = {"mode": "served", "refresh_s": refresh_s}
+    # plotly.js (4.8 MB, ~1.5 s to compile on a slow CPU) is loaded by app.js once the
+    # attempts are painted (loadPlotly), so the page shows the run before the curves.
+    head = '<link rel="stylesheet" href="static/style.css">'
+    boot = {"mode": "served", "refresh_s": refresh_s, "plotly": "static/plotly.min.js"}
     return _fill(title, head, boot, '<script src="static/app.js"></script>')
 
 
 def exported_page(title: str, data: dict[str, Any]) -> str:
     """One self-contained file: style, plotly.js, the script and the runs' data inline."""
+    # plotly.js as text that does not run on load: app.js runs it once the attempts are
+    # painted, as the served page loads it then.
     head = (f"<style>{static_text('style.css')}</style>"
-            f"<script>{_script_safe(plotly_js_path().read_text(encoding='utf-8'))}</script>")
+            '<script id="plotly-source" type="text/plain">'
+            f"{_script_safe(plotly_js_path().read_text(encoding='utf-8'))}</script>")
     boot = {"mode": "export", "data": data}
     return _fill(title, head, boot, f"<script>{_script_safe(static_text('app.js'))}</script>")
 

@@ -157,16 +157,46 @@ function honestTraces() {
   return traces;
 }
 
-// plotly.js arrives async (served page): the curves are drawn once it is there.
-window.plotlyLoaded = () => renderCharts();
-window.addEventListener("load", () => {
-  if (typeof Plotly === "undefined") $("charts").replaceChildren(el("p", {cls: "error", text: "plotly.js did not load: no curves."}));
-});
+// plotly.js is loaded after the first paint of the attempts: compiling its 4.8 MB
+// blocks the page for a second or more on a slow CPU. Served: from the server; exported:
+// from the page's own non-running script element.
+function loadPlotly() {
+  return new Promise((resolve) => {
+    const script = document.createElement("script");
+    const inline = document.getElementById("plotly-source");
+    if (inline) {
+      script.textContent = inline.textContent;
+      document.head.append(script);  // an inline script runs as it is inserted
+      return resolve(typeof Plotly !== "undefined");
+    }
+    script.src = BOOT.plotly;
+    script.onload = () => resolve(true);
+    script.onerror = () => resolve(false);
+    document.head.append(script);
+  });
+}
 
+const nextPaint = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+
+// Markers are one SVG element per point: past this many points a curve is a line only.
+const MARKER_LIMIT = 150;
+let chartsDrawing = null;
+
+// One chart per task: the page stays responsive (and painted) while ten plots draw.
 function renderCharts() {
-  if (typeof Plotly === "undefined") return;
+  if (typeof Plotly === "undefined") return Promise.resolve();
+  const previous = chartsDrawing || Promise.resolve();
+  chartsDrawing = previous.then(drawCharts);
+  return chartsDrawing;
+}
+
+async function drawCharts() {
   const box = $("charts");
   for (const spec of chartSpecs()) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    for (const trace of spec.traces) {
+      if (trace.x.length > MARKER_LIMIT && (trace.mode || "lines+markers").includes("markers")) trace.mode = "lines";
+    }
     let div = box.querySelector(`[data-key="${CSS.escape(spec.id)}"]`);
     if (!div) {
       div = el("div", {cls: "chart", "data-key": spec.id});
@@ -178,6 +208,8 @@ function renderCharts() {
                     legend: {orientation: "h", y: -0.15, font: {size: 10}}};
     Plotly.react(div, spec.traces, layout, {displayModeBar: false, responsive: true});
   }
+  box.dataset.drawn = String(box.children.length);  // for tests and benchmarks: all drawn
+  performance.mark("rlvr:charts-drawn");
 }
 
 // --- attempts -----------------------------------------------------------------------
@@ -312,10 +344,12 @@ async function goToStep(step, {keepFollow = false} = {}) {
   $("step-range").value = list.indexOf(step);
   try {
     state.stepData = await source.step(state.run, step);
+    performance.mark("rlvr:step-fetched");
   } catch (error) {
     state.stepData = {step, groups: [], problems: [String(error)]};
   }
   if (state.step === step) renderStep();
+  performance.mark("rlvr:step-drawn");
 }
 
 function moveBy(delta) {
@@ -345,12 +379,13 @@ function bindControls() {
 async function loadRuns() {
   const before = steps().length;
   state.runs = await source.runs();
+  performance.mark("rlvr:runs");
   renderHeader();
-  renderCharts();
   const list = steps();
   if (state.step == null || (state.followLatest && list.length !== before)) {
     await goToStep(list[list.length - 1], {keepFollow: true});
   }
+  await renderCharts();
 }
 
 async function loadStrict() {
@@ -359,13 +394,19 @@ async function loadStrict() {
     try { state.strict[i] = await source.strict(i); } catch (error) { state.strict[i] = null; }
     pending = pending || (state.strict[i] && !state.strict[i].done);
   }
-  renderCharts();
+  await renderCharts();
   return pending;
 }
 
 async function main() {
   bindControls();
-  await loadRuns();
+  await loadRuns();  // header and attempts (the curves wait for plotly.js)
+  await nextPaint();
+  if (!(await loadPlotly())) {
+    $("charts").replaceChildren(el("p", {cls: "error", text: "plotly.js did not load: no curves."}));
+  }
+  performance.mark("rlvr:plotly");
+  await renderCharts();
   let strictPending = await loadStrict();
   if (!source.live) return;
   const every = Math.max(1, BOOT.refresh_s || 5) * 1000;
