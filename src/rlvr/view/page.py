@@ -43,7 +43,8 @@ def served_page(title: str, refresh_s: float) -> str:
     """The HTML the server returns at /: scripts by URL, data from /api."""
     # plotly.js (4.8 MB, ~1.5 s to compile on a slow CPU) is loaded by app.js once the
     # attempts are painted (loadPlotly), so the page shows the run before the curves.
-    head = '<link rel="stylesheet" href="static/style.css">'
+    head = ('<link rel="stylesheet" href="static/style.css">'  # fetched now, run later:
+            '<link rel="preload" href="static/plotly.min.js" as="script">')
     boot = {"mode": "served", "refresh_s": refresh_s, "plotly": "static/plotly.min.js"}
     return _fill(title, head, boot, '<script src="static/app.js"></script>')
 

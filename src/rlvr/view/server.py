@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import socket
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -66,8 +67,10 @@ class Runs:
         return self.strict[index].poll(run.overview()["steps"], self.pool)
 
     def start_pool(self) -> None:
-        # spawn, not fork: the server has threads; one worker leaves a core to the server
-        self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        # spawn, not fork: the server has threads; one worker, niced: the re-grade of a
+        # big run takes minutes of a core, and the page's requests come first
+        self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=os.nice, initargs=(10,))
 
     def close(self) -> None:
         if self.pool is not None:

@@ -402,6 +402,7 @@ async function main() {
   bindControls();
   await loadRuns();  // header and attempts (the curves wait for plotly.js)
   await nextPaint();
+  performance.mark("rlvr:attempts-painted");  // read by benchmarks/bench_view.py
   if (!(await loadPlotly())) {
     $("charts").replaceChildren(el("p", {cls: "error", text: "plotly.js did not load: no curves."}));
   }
