@@ -14,11 +14,11 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "ARCHITECTURE.md"
 # that module (and the package's __init__ when it is listed as "package").
 ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
-    "cli": {"training", "evaluation", "audit", "view", "rollout", "data", "models", "verifiers",
-            "runs", "config"},
+    "cli": {"training", "evaluation", "audit", "view", "serve", "rollout", "data", "models",
+            "verifiers", "runs", "config"},
     "training": {"update_paths", "evaluation", "audit", "rollout", "rollout.base",
                  "rollout.factory", "data", "models", "algorithms", "verifiers", "runs",
-                 "distributed",
+                 "distributed", "serve",
                  "config"},
     "evaluation": {"rollout", "rollout.base", "data", "models", "verifiers", "config"},
     "update_paths": {"rollout", "rollout.base", "rollout.capture", "rollout.rotary",
@@ -29,6 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "adapters": {"verifiers"},
     "audit": {"runs"},
     "view": {"audit", "runs"},
+    "serve": {"verifiers"},
     "algorithms": set(),
     "distributed": set(),
     "verifiers": set(),

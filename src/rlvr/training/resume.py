@@ -29,9 +29,12 @@ RESUMABLE_FIELDS: dict[str, str] = {
     "log_rollouts": "what is written to rollouts.jsonl",
     "audit_every": "the live reward-hack audit only warns",
     "reward.workers": "verifier processes grade the same cases the same way",
-    "reward.backend": "Ray actors give the worker processes' verdicts (a run may move "
+    "reward.backend": "Ray actors and rlvr serve servers give the worker processes' "
+                      "verdicts (a run may move "
                       "its verifiers onto a cluster and back)",
     "reward.ray_address": "which Ray cluster grades, not how",
+    "reward.remote_urls": "which rlvr serve servers grade, not how",
+    "reward.remote_token": "the servers' token, not how they grade",
 }
 
 
