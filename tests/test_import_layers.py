@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "rollout": {"models"},
     "data": {"verifiers", "models"},
     "models": {"config"},
-    "adapters": {"verifiers"},
+    "adapters": {"verifiers", "serve"},
     "audit": {"runs"},
     "view": {"audit", "runs"},
     "serve": {"verifiers"},
