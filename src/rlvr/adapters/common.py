@@ -7,10 +7,13 @@ import atexit
 import functools
 import inspect
 import json
+import os
+import queue
 import threading
-from typing import Any
+from typing import Any, Sequence
 
-from rlvr.verifiers.pool import VerifierPool
+from rlvr.verifiers.base import Verdict
+from rlvr.verifiers.pool import Case, VerifierPool, default_workers
 from rlvr.verifiers.registry import resolve_factory, spec_for
 
 # Verifiers whose reference is a string in its own right; a JSON-looking string is
@@ -63,7 +66,10 @@ def check_options(verifier: str, options: dict[str, Any]) -> None:
 def completion_text(completion: Any) -> str:
     """The text of a completion: a string as is; for conversational data (a list of
     message dicts, as TRL passes them) the assistant messages' contents joined; content
-    given as a list of parts contributes its text parts."""
+    given as a list of parts contributes its text parts. A message's
+    `reasoning_content` (what TRL's chat-template parsing splits off the <think> block)
+    goes back in front of its content as `<think>...</think>`, so the text is what the
+    model wrote and a format verifier sees the reasoning block."""
     return _messages_text(completion, "assistant", "completion")
 
 
@@ -89,26 +95,116 @@ def _messages_text(value: Any, role: str, what: str) -> str:
             if isinstance(content, list):
                 content = "".join(part.get("text", "") for part in content
                                   if isinstance(part, dict) and part.get("type", "text") == "text")
+            reasoning = message.get("reasoning_content")
+            if isinstance(reasoning, str) and reasoning:
+                content = f"<think>{reasoning}</think>{content}"
             texts.append(str(content))
         return "\n".join(texts)
     raise TypeError(f"{what} must be a string or chat messages, got {type(value).__name__}")
 
 
 class SharedPool:
-    """One VerifierPool per process, started on first use and closed at exit; calls are
-    serialised because a pool runs one batch at a time."""
+    """Verifier workers shared by every call in this process, with no global lock:
+    single-worker `VerifierPool`s lent out per call, so concurrent callers (verl's
+    reward loop calling compute_score per item, TRL's async reward functions) grade in
+    parallel, and one batch spreads over every idle worker, each taking the next item
+    (a slow item holds up its worker only). Started on first use, closed at exit.
+
+    Workers: `configure(workers=N)`, else $RLVR_VERIFIER_WORKERS, else this process's
+    share of the cores: cores / $LOCAL_WORLD_SIZE, so the ranks of one machine under
+    accelerate or torchrun do not each start a worker per core.
+    With $RLVR_SERVE_URLS (comma-separated `rlvr serve` URLs; token $RLVR_SERVE_TOKEN)
+    items are graded on those servers instead.
+    """
 
     def __init__(self) -> None:
-        self._pool: VerifierPool | None = None
-        self.lock = threading.Lock()
+        self.workers: int | None = None
+        self._idle: queue.SimpleQueue[VerifierPool] = queue.SimpleQueue()
+        self._pools: list[VerifierPool] = []
+        self._remote: Any = None
+        self._lock = threading.Lock()
 
-    def get(self) -> VerifierPool:
-        if self._pool is None:
-            self._pool = VerifierPool()
-            atexit.register(self.close)
-        return self._pool
+    def configure(self, workers: int | None = None) -> None:
+        """Set the worker count before the first call (later calls keep the pools)."""
+        self.workers = workers
+
+    def size(self) -> int:
+        if self.workers:
+            return self.workers
+        if os.environ.get("RLVR_VERIFIER_WORKERS"):
+            return max(1, int(os.environ["RLVR_VERIFIER_WORKERS"]))
+        ranks = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+        return max(1, default_workers() // ranks)
+
+    def verify(self, cases: Sequence[Case]) -> list[Verdict]:
+        """Verdicts for `cases`, in order; safe to call from many threads at once."""
+        if not cases:
+            return []
+        remote = self._remote_pool()
+        if remote is not None:
+            return remote.verify(cases)
+        results: list[Verdict | None] = [None] * len(cases)
+        order = iter(range(len(cases)))
+        take = threading.Lock()
+
+        def drain() -> None:
+            pool = self._borrow()
+            try:
+                while True:
+                    with take:
+                        index = next(order, None)
+                    if index is None:
+                        return
+                    results[index] = pool.verify([cases[index]])[0]
+            finally:
+                self._idle.put(pool)
+
+        helpers = [threading.Thread(target=drain, daemon=True)
+                   for _ in range(min(len(cases), self.size()) - 1)]
+        for thread in helpers:
+            thread.start()
+        drain()
+        for thread in helpers:
+            thread.join()
+        return [r if r is not None else Verdict.error("lost") for r in results]
+
+    def _borrow(self) -> VerifierPool:
+        with self._lock:
+            if len(self._pools) < self.size():
+                pool = VerifierPool(workers=1)
+                self._pools.append(pool)
+                if len(self._pools) == 1:
+                    atexit.register(self.close)
+                return pool
+        return self._idle.get()  # every worker is busy: wait for one
+
+    def _remote_pool(self) -> Any:
+        urls = [u.strip() for u in os.environ.get("RLVR_SERVE_URLS", "").split(",") if u.strip()]
+        if not urls:
+            return None
+        with self._lock:
+            if self._remote is None:
+                from rlvr.serve.remote_pool import RemoteVerifierPool
+
+                self._remote = RemoteVerifierPool(urls)
+                atexit.register(self.close)
+            return self._remote
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        with self._lock:
+            pools, self._pools = self._pools, []
+            remote, self._remote = self._remote, None
+        for pool in pools:
+            pool.close()
+        self._idle = queue.SimpleQueue()
+        if remote is not None:
+            remote.close()
+
+
+SHARED = SharedPool()  # the one both adapters use
+
+
+def configure(workers: int | None = None) -> None:
+    """Worker processes for the adapters' shared pool in this process (call before the
+    first reward; default: this rank's share of the cores, see `SharedPool`)."""
+    SHARED.configure(workers)

@@ -27,13 +27,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from rlvr.adapters.common import (
-    SharedPool, check_options, completion_text, normalise_reference, prompt_text,
+    SHARED, check_options, completion_text, normalise_reference, prompt_text,
 )
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case, VerifierPool
-
-_SHARED = SharedPool()
-
 
 class RewardFunction:
     """A TRL reward function backed by rlvr verifiers (see the module docstring).
@@ -47,12 +44,20 @@ class RewardFunction:
     timeout_s:         per-item limit (default: the verifier's own).
     name:              the name TRL logs (default "rlvr_<verifier>").
     on_invalid:        "raise" (default) or "none" for rows with an invalid reference.
+    workers:           worker processes of the shared pool in this process (this rank);
+                       default: the rank's share of the cores (cores / LOCAL_WORLD_SIZE).
+
+    When TRL passes `log_extra` and `log_metric` (TRL >= 1.0), each completion's
+    verdict reason goes to the completions table as "<name>_reason" and the batch's
+    pass rate, timeout and error rates are logged as "<name>/passed", "/timeout",
+    "/error".
     """
 
     def __init__(self, verifier: str | None = None, *, reference_column: str = "reference",
                  verifier_column: str = "verifier", options: dict[str, Any] | None = None,
                  pool: VerifierPool | None = None, timeout_s: float | None = None,
-                 name: str | None = None, on_invalid: str = "raise") -> None:
+                 name: str | None = None, on_invalid: str = "raise",
+                 workers: int | None = None) -> None:
         if verifier is not None:
             check_options(verifier, dict(options or {}))  # unknown name or bad options: now
         if on_invalid not in ("raise", "none"):
@@ -62,6 +67,8 @@ class RewardFunction:
         self.pool, self.timeout_s, self.on_invalid = pool, timeout_s, on_invalid
         self.__name__ = name or f"rlvr_{verifier or 'verifier'}"
         self.last_verdicts: list[Verdict | None] = []  # for logging per-component details
+        if workers:
+            SHARED.configure(workers)
 
     def _row_verifier(self, columns: dict[str, Any], index: int) -> str | None:
         row_value = columns.get(self.verifier_column)
@@ -80,6 +87,7 @@ class RewardFunction:
                  completions: Sequence[Any] | None = None, **columns: Any) -> list[float | None]:
         if completions is None:
             raise TypeError(f"{self.__name__}: called without completions")
+        log_extra, log_metric = columns.pop("log_extra", None), columns.pop("log_metric", None)
         if self.reference_column not in columns:
             raise ValueError(f"{self.__name__}: the dataset has no '{self.reference_column}' "
                              f"column (columns passed: {sorted(columns)})")
@@ -103,17 +111,44 @@ class RewardFunction:
                                  f"{verdict.details.get('error')}")
             self.last_verdicts[index] = verdict
             rewards[index] = None if verdict.is_invalid else float(verdict.score)
+        self._log(self.last_verdicts, log_extra, log_metric)
         return rewards
+
+    def _log(self, verdicts: list[Verdict | None], log_extra: Any, log_metric: Any) -> None:
+        if callable(log_extra):
+            log_extra(f"{self.__name__}_reason", [v.reason if v else "" for v in verdicts])
+        graded = [v for v in verdicts if v is not None]
+        if callable(log_metric) and graded:
+            for key, hit in (("passed", lambda v: v.passed),
+                             ("timeout", lambda v: v.reason == "timeout"),
+                             ("error", lambda v: v.reason == "error")):
+                log_metric(f"{self.__name__}/{key}", sum(map(hit, graded)) / len(graded))
 
     def _verify(self, cases: list[Case]) -> list[Verdict]:
         if not cases:
             return []
         if self.pool is not None:
             return self.pool.verify(cases)
-        with _SHARED.lock:
-            return _SHARED.get().verify(cases)
+        return SHARED.verify(cases)  # no lock: other reward functions grade alongside
 
 
-def reward_func(verifier: str | None = None, **kwargs: Any) -> RewardFunction:
-    """A TRL reward function for `verifier` (keyword arguments: see RewardFunction)."""
-    return RewardFunction(verifier, **kwargs)
+class AsyncRewardFunction(RewardFunction):
+    """The same reward function as a coroutine: TRL runs async reward functions
+    together (asyncio.gather), so several verifiers' rewards grade at once; the grading
+    runs in a thread and the event loop stays free."""
+
+    async def __call__(self, prompts: Sequence[Any] | None = None,  # type: ignore[override]
+                       completions: Sequence[Any] | None = None,
+                       **columns: Any) -> list[float | None]:
+        import asyncio
+
+        return await asyncio.to_thread(RewardFunction.__call__, self, prompts, completions,
+                                       **columns)
+
+
+def reward_func(verifier: str | None = None, *, asynchronous: bool = False,
+                **kwargs: Any) -> RewardFunction:
+    """A TRL reward function for `verifier` (keyword arguments: see RewardFunction);
+    `asynchronous=True` gives the coroutine form TRL awaits concurrently."""
+    kind = AsyncRewardFunction if asynchronous else RewardFunction
+    return kind(verifier, **kwargs)

@@ -17,17 +17,23 @@ Point verl at this module:
 
 Which verifier grades an item, first match wins: the `verifier` keyword (reward_kwargs),
 extra_info["verifier"], data_source itself when it is a verifier name, else
-DATA_SOURCE_VERIFIERS[data_source]. Returns {"score": float, "passed": 0.0 or 1.0};
-with `log_components=True` a composite's per-component scores are added as
-"<component>_score". Invalid references raise ValueError (a data bug, not a 0);
+DATA_SOURCE_VERIFIERS[data_source]. Returns {"score": float, "passed" and "acc": 0.0 or
+1.0, "pred": the extracted answer or ""} (acc and pred are what verl's validation
+metrics read); with `log_components=True` a composite's per-component scores are added
+as "<component>_score". Invalid references raise ValueError (a data bug, not a 0);
 timeouts and verifier errors score 0.
+
+verl's reward loop (its default) runs items concurrently and awaits a coroutine
+function: name `compute_score_async` there. No call takes a global lock: concurrent
+items spread over the adapters' shared workers (rlvr.adapters.common.SharedPool: this
+rank's share of the cores, or `rlvr serve` servers with $RLVR_SERVE_URLS).
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from rlvr.adapters.common import SharedPool, check_options, normalise_reference
+from rlvr.adapters.common import SHARED, check_options, normalise_reference
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case
 from rlvr.verifiers.registry import available
@@ -40,9 +46,6 @@ DATA_SOURCE_VERIFIERS: dict[str, str] = {
     "lighteval/MATH": "math",
     "google/IFEval": "ifeval",
 }
-
-_SHARED = SharedPool()
-
 
 def _pick_verifier(data_source: Any, extra_info: Any, verifier: str | None) -> str:
     if verifier:
@@ -59,11 +62,14 @@ def _pick_verifier(data_source: Any, extra_info: Any, verifier: str | None) -> s
                      f"among {sorted(set(available()) | set(DATA_SOURCE_VERIFIERS))}")
 
 
-def _result(verdict: Verdict, where: str, log_components: bool) -> dict[str, float]:
+def _result(verdict: Verdict, where: str, log_components: bool) -> dict[str, Any]:
     if verdict.is_invalid:
         raise ValueError(f"rlvr compute_score: {where}: invalid ground_truth: "
                          f"{verdict.details.get('error')}")
-    result = {"score": float(verdict.score), "passed": float(verdict.passed)}
+    # acc and pred are what verl's validation metrics read; every item has every key
+    result: dict[str, Any] = {"score": float(verdict.score), "passed": float(verdict.passed),
+                              "acc": float(verdict.passed),
+                              "pred": str(verdict.details.get("answer") or "")}
     if log_components:
         for name, component in verdict.details.get("components", {}).items():
             result[f"{name}_score"] = float(component["score"])
@@ -84,15 +90,15 @@ def _case(data_source: Any, solution_str: str, ground_truth: Any, extra_info: An
 
 
 def _run(cases: list[Case]) -> list[Verdict]:
-    with _SHARED.lock:
-        return _SHARED.get().verify(cases)
+    return SHARED.verify(cases)  # no lock: concurrent calls grade in parallel
 
 
 def compute_score(data_source: Any, solution_str: str, ground_truth: Any,
                   extra_info: dict[str, Any] | None = None, *, verifier: str | None = None,
                   timeout_s: float | None = None, log_components: bool = False,
-                  options: dict[str, Any] | None = None, **_ignored: Any) -> dict[str, float]:
-    """Score one response (verl's per-item contract; see the module docstring)."""
+                  options: dict[str, Any] | None = None, **_ignored: Any) -> dict[str, Any]:
+    """Score one response (verl's per-item contract; see the module docstring). Safe
+    to call from many threads at once: calls grade in parallel."""
     case = _case(data_source, solution_str, ground_truth, extra_info, verifier, timeout_s,
                  dict(options or {}))
     return _result(_run([case])[0], f"data_source {data_source!r}", log_components)
@@ -102,7 +108,7 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[str
                         ground_truths: Sequence[Any], extra_infos: Sequence[Any] | None = None,
                         *, verifier: str | None = None, timeout_s: float | None = None,
                         log_components: bool = False, options: dict[str, Any] | None = None,
-                        **_ignored: Any) -> list[dict[str, float]]:
+                        **_ignored: Any) -> list[dict[str, Any]]:
     """Score a batch in parallel (verl's BatchRewardManager contract)."""
     extras = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
     if data_sources is None:  # verl's offline evaluation passes None
@@ -110,3 +116,15 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[str
     cases = [_case(d, s, g, e, verifier, timeout_s, dict(options or {}))
              for d, s, g, e in zip(data_sources, solution_strs, ground_truths, extras)]
     return [_result(v, f"item {i}", log_components) for i, v in enumerate(_run(cases))]
+
+
+async def compute_score_async(data_source: Any, solution_str: str, ground_truth: Any,
+                              extra_info: dict[str, Any] | None = None, **kwargs: Any
+                              ) -> dict[str, Any]:
+    """`compute_score` as a coroutine, for verl's reward loop (which awaits a coroutine
+    function's result and runs many items at once): the grading runs in a thread, so
+    the event loop stays free, and concurrent items spread over the shared workers."""
+    import asyncio
+
+    return await asyncio.to_thread(compute_score, data_source, solution_str, ground_truth,
+                                   extra_info, **kwargs)

@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("rlvr.cli.eval", "measure a model or checkpoint: greedy accuracy, pass@k, maj@k"),
     "audit": ("rlvr.cli.audit", "flag reward hacks in a run's passed attempts (exit 1 if any)"),
     "view": ("rlvr.cli.view", "a local web page for runs: curves, attempts, verdicts (live)"),
+    "serve": ("rlvr.cli.serve", "serve verifiers over HTTP (POST /verify; many trainers, "
+              "many machines)"),
     "vllm-serve": ("rlvr.cli.vllm_serve", "start a vLLM server for sampling.engine=vllm "
                    "(server mode)"),
 }

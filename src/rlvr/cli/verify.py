@@ -2,7 +2,8 @@
 
 Batch:   rlvr verify --input cases.jsonl --output verdicts.jsonl
          one JSON object a line in ({"verifier", "completion", "reference"}, optional
-         "options" and "prompt", the task as the model saw it), one verdict line out per input line, in order. An item whose
+         "options", "prompt" (the task as the model saw it) and "timeout_s"), one
+         verdict line out per input line, in order. An item whose
          reference is invalid gets {"score": null, "error": ...} and the command exits 1
          after every other line is written. Malformed JSON: exit 2 naming the line,
          before anything is graded.
@@ -18,7 +19,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from rlvr.verifiers.base import Verdict
+from rlvr.verifiers.contract import CaseError, invalid_input_line, parse_case, verdict_line
 from rlvr.verifiers.pool import Case, VerifierPool
 
 EXIT_INVALID_ITEMS = 1
@@ -73,7 +74,7 @@ def _run_one(args: argparse.Namespace) -> int:
                 prompt=args.prompt)
     with VerifierPool(workers=1, timeout_s=args.timeout) as pool:
         verdict = pool.verify([case])[0]
-    print(json.dumps(_output_line(verdict), ensure_ascii=False))
+    print(json.dumps(verdict_line(verdict), ensure_ascii=False))
     return EXIT_INVALID_ITEMS if verdict.is_invalid else 0
 
 
@@ -93,29 +94,10 @@ def _read_cases(stream: TextIO, source: str) -> tuple[list[Case | str], str | No
 
 
 def _to_case(record: Any, where: str) -> Case | str:
-    if not isinstance(record, dict):
-        return f"{where}: expected a JSON object, got {type(record).__name__}"
-    missing = [k for k in ("verifier", "completion", "reference") if k not in record]
-    if missing:
-        return f"{where}: missing field(s) {', '.join(missing)}"
-    if not isinstance(record["verifier"], str) or not isinstance(record["completion"], str):
-        return f"{where}: 'verifier' and 'completion' must be strings"
-    options = record.get("options") or {}
-    if not isinstance(options, dict):
-        return f"{where}: 'options' must be an object"
-    prompt = record.get("prompt")
-    if prompt is not None and not isinstance(prompt, str):
-        return f"{where}: 'prompt' must be a string"
-    return Case(record["verifier"], record["completion"], record["reference"], options,
-                prompt=prompt)
-
-
-def _output_line(verdict: Verdict, where: str = "") -> dict[str, Any]:
-    if verdict.is_invalid:
-        message = verdict.details.get("error", "invalid reference")
-        return {"score": None, "passed": None, "reason": verdict.reason,
-                "error": f"{where}: {message}" if where else message}
-    return verdict.to_dict()
+    try:
+        return parse_case(record, where)
+    except CaseError as exc:
+        return str(exc)
 
 
 def _run_batch(args: argparse.Namespace) -> int:
@@ -136,9 +118,9 @@ def _run_batch(args: argparse.Namespace) -> int:
     lines = []
     for number, item in enumerate(items, start=1):
         if isinstance(item, str):
-            lines.append({"score": None, "passed": None, "reason": "invalid_input", "error": item})
+            lines.append(invalid_input_line(item))
         else:
-            lines.append(_output_line(next(verdicts), f"{source}:{number}"))
+            lines.append(verdict_line(next(verdicts), f"{source}:{number}"))
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
     with out if out is not sys.stdout else contextlib.nullcontext():
         for line in lines:

@@ -30,12 +30,15 @@ RESUMABLE_FIELDS: dict[str, str] = {
     "log_every": "how often progress is printed",
     "audit_every": "the live reward-hack audit only warns",
     "reward.workers": "verifier processes grade the same cases the same way",
-    "reward.backend": "Ray actors give the worker processes' verdicts (a run may move "
+    "reward.backend": "Ray actors and rlvr serve servers give the worker processes' "
+                      "verdicts (a run may move "
                       "its verifiers onto a cluster and back)",
     "reward.ray_address": "which Ray cluster grades, not how",
     **{f"logging.{name}": "experiment trackers only read the run's records"
        for name in ("backends", "project", "attempts_per_step", "attempts_every",
                     "wandb_mode", "wandb_entity", "mlflow_tracking_uri")},
+    "reward.remote_urls": "which rlvr serve servers grade, not how",
+    "reward.remote_token": "the servers' token, not how they grade",
 }
 
 

@@ -18,23 +18,40 @@ from rlvr.verifiers.pool import BatchVerifier, Case, VerifierPool
 
 
 def check_reward_backend(reward: RewardConfig) -> None:
-    """ConfigError naming reward.backend when its backend cannot run here (Ray not
-    installed); cheap, so `train()` calls it before building anything."""
+    """ConfigError naming the reward field when its backend cannot run here (Ray not
+    installed, a remote server that does not answer or refuses the token); cheap, so
+    `train()` calls it before building anything."""
     problem = backend_problem(reward)
     if problem:
-        field = "reward.ray_address" if reward.backend != "ray" else "reward.backend"
-        raise ConfigError(problem, field)
+        message, field = problem
+        raise ConfigError(message, f"reward.{field}")
+    if reward.backend == "remote":
+        from rlvr.serve.client import ServeError
+        from rlvr.serve.remote_pool import RemoteVerifierPool
+
+        try:
+            with RemoteVerifierPool(reward.remote_urls, token=reward.remote_token or None
+                                    ) as pool:
+                pool.start()
+        except ServeError as exc:
+            raise ConfigError(str(exc), "reward.remote_urls") from None
 
 
 def verifier_pool(reward: RewardConfig, preload: Iterable[str] = ()) -> BatchVerifier:
-    """The verifier pool `reward` asks for: worker processes, or Ray actors
-    (reward.backend=ray). Not started: the first batch (or `start()`) starts it."""
+    """The verifier pool `reward` asks for: worker processes, Ray actors
+    (reward.backend=ray) or `rlvr serve` servers (remote). Not started: the first batch
+    (or `start()`) starts it."""
     check_reward_backend(reward)
     if reward.backend == "ray":
         from rlvr.verifiers.ray_pool import RayVerifierPool
 
         return RayVerifierPool(workers=reward.workers or None, timeout_s=reward.timeout_s,
                                preload=preload, address=reward.ray_address)
+    if reward.backend == "remote":
+        from rlvr.serve.remote_pool import RemoteVerifierPool
+
+        return RemoteVerifierPool(reward.remote_urls, token=reward.remote_token or None,
+                                  timeout_s=reward.timeout_s)
     return VerifierPool(workers=reward.workers or None, timeout_s=reward.timeout_s,
                         preload=preload)
 
