@@ -7,10 +7,13 @@ a failed build falls back silently; the library shares torch's OpenMP runtime.""
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
 import os
 import platform
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -238,8 +241,19 @@ def test_build_is_cached_by_key_and_reused(monkeypatch, tmp_path):
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")
 def test_kernel_shares_torchs_openmp_runtime(library):
-    with open("/proc/self/maps") as maps:
-        runtimes = {line.split()[-1] for line in maps if "libgomp" in line}
+    # In a fresh process: this one may hold other libraries' runtimes by now (an earlier
+    # test's import of scikit-learn brings its own libgomp), which says nothing of ours.
+    script = ("import torch\nfrom rlvr.rollout import native_gemm\n"
+              "assert native_gemm.load() is not None\n"
+              "import json\n"
+              "print(json.dumps(sorted({l.split()[-1] for l in open('/proc/self/maps') "
+              "if 'libgomp' in l})))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(native_gemm.__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    runtimes = json.loads(result.stdout.strip().splitlines()[-1])
     assert len(runtimes) == 1, f"more than one OpenMP runtime loaded: {runtimes}"
 
 

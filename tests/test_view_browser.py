@@ -165,6 +165,9 @@ def test_a_running_run_is_followed_live(tmp_path):
             r.writelines(json.dumps(x) + "\n" for x in rollouts if x["step"] in (4, 5))
         page.wait_for_function("document.querySelector('#step-title').textContent.startsWith('step 5:')",
                                timeout=15000)
+        # the curves are redrawn after the step (one chart per task): wait for the new points
+        page.wait_for_function("""() => { const c = document.querySelector('.chart[data-key="reward/mean"]');
+            return c && c.data && c.data[0].x.length === 5; }""", timeout=15000)
         xs = page.evaluate("""document.querySelector('.chart[data-key="reward/mean"]').data[0].x""")
         assert xs == [1, 2, 3, 4, 5]
 
