@@ -1,0 +1,73 @@
+"""Trainer faults end to end, on the real `rlvr train` CLI and the tiny model: a SIGKILL
+mid-RL, then --resume; a disk that fills while a checkpoint is written. (A verification
+server that dies mid-step: test_serve_train_faults.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from fault_helpers import (Cli, complete_checkpoints, logged, logged_steps, run_rlvr,
+                           wait_until)
+from train_helpers import TINY_OVERRIDES
+
+TIMING = ("time/", "tokens_per_s")
+EVERY = 3  # checkpoint_every
+STEPS = 10
+PACED = [*TINY_OVERRIDES, f"steps={STEPS}", f"checkpoint_every={EVERY}", "keep_checkpoints=0",
+         "algorithm.minibatches=2", "reward.verifier=fault_helpers:PacedLengthVerifier"]
+
+
+def _comparable(run_dir):
+    """metrics.jsonl without wall-clock fields, and each step's update path apart."""
+    rows = [{k: v for k, v in m.items() if not k.startswith(TIMING)} for m in logged(run_dir)]
+    return rows, [m.pop("update/path") for m in rows]
+
+
+def _assert_same_run(part, full, last_step):
+    name = f"checkpoints/step-{last_step:06d}/model.safetensors"
+    a, b = load_file(full / name), load_file(part / name)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    (rows_part, paths_part), (rows_full, paths_full) = _comparable(part), _comparable(full)
+    assert paths_part == paths_full
+    # float rounding only: MKL may differ in the last bit with its inputs' alignment
+    assert rows_part == [pytest.approx(m, rel=1e-6, abs=1e-9) for m in rows_full]
+    assert (part / "rollouts.jsonl").read_text() == (full / "rollouts.jsonl").read_text()
+    summaries = [json.loads((d / "summary.json").read_text()) for d in (part, full)]
+    assert summaries[0]["eval"] == summaries[1]["eval"]
+
+
+@pytest.mark.slow
+def test_sigkill_mid_rl_resumes_to_the_uninterrupted_run(tmp_path):
+    full, part = tmp_path / "full", tmp_path / "part"
+    # The uninterrupted run with the same seed, alongside (its results do not depend on
+    # timing), so the test costs little more than the killed run and its resume.
+    reference = Cli(tmp_path / "log-full", "train", "--run-dir", str(full), *PACED)
+    victim = Cli(tmp_path / "log-part", "train", "--run-dir", str(part), *PACED)
+    try:
+        # Past a checkpoint, and a few steps into the next interval.
+        wait_until(lambda: max(logged_steps(part), default=0) >= EVERY + 2,
+                   f"step {EVERY + 2} in metrics.jsonl", victim)
+        victim.kill()
+        assert victim.process.returncode == -9
+        killed_at, saved = max(logged_steps(part)), max(complete_checkpoints(part))
+        assert killed_at < STEPS, "the run ended before the kill: slow its steps down"
+        # The newest complete checkpoint is at most one interval behind the last logged
+        # step (a checkpoint is written right after its step is logged).
+        assert saved >= EVERY and killed_at - saved <= EVERY
+        print(f"killed after step {killed_at}; newest complete checkpoint: step {saved}")
+
+        resumed = run_rlvr("train", "--resume", str(part))
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert f"resuming {part} from step {saved}" in resumed.stderr
+        assert reference.wait() == 0, reference.stderr()[-3000:]
+    finally:
+        victim.stop()
+        reference.stop()
+    assert logged_steps(part) == list(range(1, STEPS + 1))  # each step once, in order
+    rollout_steps = [r["step"] for r in logged(part, "rollouts.jsonl")]
+    assert rollout_steps == sorted(rollout_steps) and set(rollout_steps) == set(range(1, 11))
+    _assert_same_run(part, full, STEPS)
