@@ -5,6 +5,8 @@ server that dies mid-step: test_serve_train_faults.py.)"""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 import torch
@@ -71,3 +73,67 @@ def test_sigkill_mid_rl_resumes_to_the_uninterrupted_run(tmp_path):
     rollout_steps = [r["step"] for r in logged(part, "rollouts.jsonl")]
     assert rollout_steps == sorted(rollout_steps) and set(rollout_steps) == set(range(1, 11))
     _assert_same_run(part, full, STEPS)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 400 KiB tmpfs: room for the tiny model's step-0 checkpoint (~100 KiB, no
+    optimizer moments yet) and one more (~216 KiB), not a third. Skipped, saying why,
+    where mounting is not permitted (not root, or a container without CAP_SYS_ADMIN)."""
+    mount_point = tmp_path / "run" / "checkpoints"
+    mount_point.mkdir(parents=True)
+    if os.geteuid() != 0:
+        reason = "a full disk needs a small tmpfs, and mounting one needs root"
+        print(reason)
+        pytest.skip(reason)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs",
+                           str(mount_point)], capture_output=True, text=True)
+    if done.returncode != 0:
+        reason = f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}"
+        print(reason)
+        pytest.skip(reason)
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def test_full_disk_mid_checkpoint_keeps_the_previous_one_and_resumes(small_disk):
+    run_dir = small_disk.parent
+    settings = [*TINY_OVERRIDES, "steps=6", "checkpoint_every=2", "keep_checkpoints=0",
+                "reward.verifier=train_helpers:LengthVerifier"]
+    failed = run_rlvr("train", "--run-dir", str(run_dir), *settings)
+    assert failed.returncode == 3, failed.stderr[-3000:]
+    # step 0 and step 2 fit, step 4 does not
+    staging = small_disk / ".tmp-step-000004"
+    assert (f"rlvr train: checkpoint step 4: no space left on device writing {staging}; the "
+            f"partial write was removed and the previous checkpoint step 2 "
+            f"({small_disk / 'step-000002'}) is intact") in failed.stderr
+    assert (f"the run stopped after step 4; once that is fixed, continue it from its last "
+            f"checkpoint (step 2): rlvr train --resume {run_dir}") in failed.stderr
+    assert "Traceback" not in failed.stderr
+    print(failed.stderr[-700:])
+    assert sorted(p.name for p in small_disk.iterdir()) == ["step-000000", "step-000002"]
+    assert complete_checkpoints(run_dir) == [0, 2]
+    _assert_loads(small_disk / "step-000002", step=2)
+
+    # Free space (grow the mount), then resume: it continues from step 2, not from 0.
+    subprocess.run(["mount", "-o", "remount,size=8m", str(small_disk)], check=True)
+    resumed = run_rlvr("train", "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resuming {run_dir} from step 2" in resumed.stderr
+    assert logged_steps(run_dir) == [1, 2, 3, 4, 5, 6]
+    assert json.loads((run_dir / "summary.json").read_text())["steps"] == 6
+    assert complete_checkpoints(run_dir) == [0, 2, 4, 6]
+
+
+def _assert_loads(checkpoint, step):
+    """A checkpoint a resume can use: the model loads with transformers, the trainer
+    state with torch, and state.json names its step."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(checkpoint)
+    assert sum(p.numel() for p in model.parameters()) > 0
+    blob = torch.load(checkpoint / "trainer_state.pt", map_location="cpu", weights_only=True)
+    assert blob["optimizer"]["state"]  # AdamW moments of the steps before
+    assert json.loads((checkpoint / "state.json").read_text())["step"] == step

@@ -264,6 +264,7 @@ def _train(cfg: Any, run_dir: Path, resume: bool, progress: Any) -> int:
         return EXIT_CONFIG
     # Faults outside the run, mid-training: the run is sound up to its last checkpoint.
     except (CheckpointError, ServeError) as exc:
+        progress.close()  # the last step's line above the error, not below it
         print(f"rlvr train: {exc}\n{resume_hint(run_dir)}", file=sys.stderr)
         return EXIT_FAULT
     finally:
