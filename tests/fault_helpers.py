@@ -154,3 +154,27 @@ class Marked:
             time.sleep(3600)
         score = float(completion)
         return Verdict(score, score == 1.0, "ok", {"pid": os.getpid()})
+
+
+class KilledWhenArmed:
+    """train_helpers.LengthVerifier's verdicts, except once: the first item graded after
+    the file `arm` appears writes this worker's pid to `marker` and sleeps until killed
+    (reward.options={arm: PATH, marker: PATH})."""
+
+    name = "killed-when-armed"
+
+    def __init__(self, arm: str = "", marker: str = "") -> None:
+        self.arm, self.marker = Path(arm), Path(marker)
+
+    def check_reference(self, reference):
+        return None
+
+    def verify(self, completion, reference):
+        from train_helpers import LengthVerifier
+
+        if self.arm.is_file() and not self.marker.exists():
+            self.marker.with_suffix(".tmp").write_text(str(os.getpid()))
+            self.marker.with_suffix(".tmp").rename(self.marker)
+            time.sleep(3600)
+        time.sleep(0.02)  # steps long enough for the test to arm between two of them
+        return LengthVerifier().verify(completion, reference)

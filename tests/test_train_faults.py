@@ -1,6 +1,7 @@
 """Trainer faults end to end, on the real `rlvr train` CLI and the tiny model: a SIGKILL
-mid-RL, then --resume; a disk that fills while a checkpoint is written. (A verification
-server that dies mid-step: test_serve_train_faults.py.)"""
+mid-RL, then --resume; a disk that fills while a checkpoint is written; a verifier
+worker killed while it grades an item of an RL step. (A verification server that dies
+mid-step: test_serve_train_faults.py; a worker killed in `rlvr verify`: test_pool.py.)"""
 
 from __future__ import annotations
 
@@ -137,3 +138,67 @@ def _assert_loads(checkpoint, step):
     blob = torch.load(checkpoint / "trainer_state.pt", map_location="cpu", weights_only=True)
     assert blob["optimizer"]["state"]  # AdamW moments of the steps before
     assert json.loads((checkpoint / "state.json").read_text())["step"] == step
+
+
+@pytest.mark.parametrize("free_bytes, cause", [
+    (10 << 30, "RuntimeError: [enforce fail at inline_container.cc:672] . unexpected pos 576 "
+               "vs 534"),
+    (4096, "no space left on device"),  # torch.save's own words for ENOSPC are the above
+])
+def test_a_failed_checkpoint_write_is_named_and_cleaned_up(tmp_path, monkeypatch, free_bytes,
+                                                          cause):
+    from collections import namedtuple
+
+    from rlvr.training import checkpoint as ck
+    from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
+
+    tokenizer = char_tokenizer()
+    model = tiny_llama(tokenizer, TinyModelSpec(hidden_size=16, intermediate_size=32,
+                                                num_layers=1, num_heads=2))
+    optimizer = torch.optim.AdamW(model.parameters())
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
+    first = ck.save_checkpoint(tmp_path, 1, model, tokenizer, optimizer, scheduler, {})
+
+    def opaque_failure(*args, **kwargs):
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 "
+                           "vs 534")
+
+    monkeypatch.setattr(ck.torch, "save", opaque_failure)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(ck.shutil, "disk_usage", lambda _: usage(1 << 40, 0, free_bytes))
+    with pytest.raises(ck.CheckpointError) as caught:
+        ck.save_checkpoint(tmp_path, 2, model, tokenizer, optimizer, scheduler, {})
+    assert str(caught.value) == (
+        f"checkpoint step 2: {cause} writing {tmp_path / '.tmp-step-000002'}; the partial "
+        f"write was removed and the previous checkpoint step 1 ({first}) is intact")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step-000001"]
+
+
+@pytest.mark.slow
+def test_verifier_worker_killed_mid_step_errors_that_rollout_and_the_run_goes_on(tmp_path):
+    import psutil
+
+    arm, marker, run_dir = tmp_path / "arm", tmp_path / "busy.pid", tmp_path / "run"
+    trainer = Cli(tmp_path / "log", "train", "--run-dir", str(run_dir), *TINY_OVERRIDES,
+                  "steps=4", "checkpoint_every=0", "reward.timeout_s=120",
+                  "reward.verifier=fault_helpers:KilledWhenArmed",
+                  f"reward.options={{arm: {arm}, marker: {marker}}}")
+    try:
+        wait_until(lambda: logged_steps(run_dir) == [1], "step 1 in metrics.jsonl", trainer)
+        arm.write_text("")  # the next item graded (in a later RL step) holds its worker
+        wait_until(marker.exists, "a worker holding an item", trainer, timeout=60)
+        pid = int(marker.read_text())
+        assert pid in {p.pid for p in psutil.Process(trainer.pid).children(recursive=True)}
+        psutil.Process(pid).kill()
+        assert trainer.wait(timeout=120) == 0, trainer.stderr()[-3000:]
+    finally:
+        trainer.stop()
+    assert logged_steps(run_dir) == [1, 2, 3, 4]
+    rollouts = logged(run_dir, "rollouts.jsonl")
+    assert len(rollouts) == 4 * 8
+    killed = [r for r in rollouts if r["verdict"]["reason"] == "error"]
+    assert len(killed) == 1 and killed[0]["step"] >= 2
+    assert killed[0]["verdict"] == {"score": 0.0, "passed": False, "reason": "error", "details":
+                                    {"error": "verifier process died (exit code -9)"}}
+    assert killed[0]["reward"] == 0.0
+    assert all(r["verdict"]["reason"] == "length" for r in rollouts if r is not killed[0])
