@@ -90,3 +90,41 @@ def test_worker_that_cannot_start_raises_clearly(monkeypatch):
     monkeypatch.setattr("sys.executable", "/bin/false")
     with pytest.raises(RuntimeError, match="die at start-up"):
         pool.verify([Case(V, "1", None)])
+
+
+def test_worker_killed_mid_batch_in_rlvr_verify_errors_that_item_alone(tmp_path):
+    """End to end: `rlvr verify` grading a batch; one of its worker processes is SIGKILLed
+    (as the OOM killer would) while it holds an item. That item gets an error verdict,
+    every other item its own, and the batch finishes long before the item's time limit."""
+    import json
+
+    import psutil
+
+    from fault_helpers import Cli, wait_until
+
+    marker = tmp_path / "busy.pid"
+    completions = ["0.5", "1", "0.25", f"wait:{marker}", "0.75", "1", "0", "0.125"]
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"verifier": "fault_helpers:Marked", "completion": c,
+                                         "reference": None}) + "\n" for c in completions))
+    out = tmp_path / "verdicts.jsonl"
+    start = time.monotonic()
+    verify = Cli(tmp_path / "log", "verify", "--input", str(cases), "--output", str(out),
+                 "--workers", "2", "--timeout", "120")
+    try:
+        wait_until(marker.exists, "the item's worker to start it", verify, timeout=60)
+        pid = int(marker.read_text())
+        workers = {p.pid for p in psutil.Process(verify.pid).children(recursive=True)}
+        assert pid in workers  # a worker of this `rlvr verify`, not some other process
+        psutil.Process(pid).kill()
+        assert verify.wait(timeout=60) == 0, verify.stderr()[-2000:]
+    finally:
+        verify.stop()
+    assert time.monotonic() - start < 100  # the death was seen, not the 120 s limit
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[3] == {"score": 0.0, "passed": False, "reason": REASON_ERROR,
+                        "details": {"error": "verifier process died (exit code -9)"}}
+    others = [line for i, line in enumerate(lines) if i != 3]
+    assert [line["score"] for line in others] == [float(c) for i, c in enumerate(completions)
+                                                  if i != 3]
+    assert {line["reason"] for line in others} == {"ok"}

@@ -32,7 +32,11 @@ log_every) and for the first and last step, with the timings and tokens/s too. T
 warm-start and held-out evaluations show theirs the same way. --quiet prints none.
 
 Exit status: 0 done; 2 a bad config, data file, model path or resume request, found
-before training starts. Anything else that fails is a bug: it surfaces with its traceback.
+before training starts; 3 a fault outside the run stopped it (a checkpoint that could not
+be written, a full disk above all; every `rlvr serve` server of reward.backend=remote
+gone): the message names it and the command that resumes the run from its last complete
+checkpoint once the fault is fixed. Anything else that fails is a bug: it surfaces with
+its traceback.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 EXIT_CONFIG = 2
+EXIT_FAULT = 3
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
@@ -246,6 +251,8 @@ def _train(cfg: Any, run_dir: Path, resume: bool, progress: Any) -> int:
     from rlvr.data.loading import DataError
     from rlvr.data.prompts import PromptError
     from rlvr.models.resolve import ModelNotFound
+    from rlvr.serve.client import ServeError
+    from rlvr.training.checkpoint import CheckpointError
     from rlvr.training.run import ResumeError, train
 
     try:
@@ -255,6 +262,11 @@ def _train(cfg: Any, run_dir: Path, resume: bool, progress: Any) -> int:
     except (ConfigError, DataError, PromptError, ModelNotFound, ResumeError) as exc:
         print(f"rlvr train: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    # Faults outside the run, mid-training: the run is sound up to its last checkpoint.
+    except (CheckpointError, ServeError) as exc:
+        progress.close()  # the last step's line above the error, not below it
+        print(f"rlvr train: {exc}\n{resume_hint(run_dir)}", file=sys.stderr)
+        return EXIT_FAULT
     finally:
         progress.close()  # an error's traceback starts below the bar, not on it
     if not _is_main_rank():  # under torchrun rank 0 reports
@@ -265,3 +277,26 @@ def _train(cfg: Any, run_dir: Path, resume: bool, progress: Any) -> int:
               "(before -> after RL)")
     print(f"run dir: {run_dir}  ({summary['steps']} steps, {summary['wall_seconds']:.0f} s)")
     return 0
+
+
+def resume_hint(run_dir: Path) -> str:
+    """What a run stopped by a fault has kept, and the command that continues it."""
+    import json
+
+    from rlvr.training.checkpoint import checkpoint_step, latest_checkpoint
+
+    checkpoint = latest_checkpoint(run_dir / "checkpoints")
+    if checkpoint is None:
+        return "rlvr train: no checkpoint was written yet; start the run again"
+    steps = []
+    metrics = run_dir / "metrics.jsonl"
+    if metrics.is_file():
+        for line in metrics.read_text(encoding="utf-8").splitlines():
+            try:
+                steps.append(int(json.loads(line)["step"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+    logged = f" after step {max(steps)}" if steps else ""
+    return (f"rlvr train: the run stopped{logged}; once that is fixed, continue it from its "
+            f"last checkpoint (step {checkpoint_step(checkpoint)}): "
+            f"rlvr train --resume {run_dir}")

@@ -6,11 +6,14 @@
         state.json         step, data position, python/numpy RNG states, extra run state
 
 A checkpoint is written into a hidden temp dir and renamed into place, so a run killed
-mid-write leaves either the previous checkpoint or the new one, never half of one.
+mid-write leaves either the previous checkpoint or the new one, never half of one. A write
+that fails (a full disk above all) removes the temp dir and raises CheckpointError naming
+the step, the path, the cause and the previous checkpoint, which stays intact.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import random
 import shutil
@@ -21,6 +24,14 @@ import numpy as np
 import torch
 
 PREFIX = "step-"
+# A write that fails while its device has less than this free is reported as a full disk:
+# torch.save's own message for ENOSPC is an opaque "unexpected pos" from its zip writer.
+NEARLY_FULL_BYTES = 1 << 20
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be written; the message names the step, the path and why,
+    and the previous checkpoint (left intact) that a resumed run continues from."""
 
 
 def capture_rng() -> dict[str, Any]:
@@ -64,6 +75,22 @@ def save_checkpoint(directory: Path, step: int, model: Any, tokenizer: Any,
     staging = staging_dir(directory, step)
     if not staged:
         shutil.rmtree(staging, ignore_errors=True)
+    try:
+        _write_staging(staging, step, model, tokenizer, optimizer, scheduler, state)
+    except Exception as exc:
+        raise _write_failed(directory, step, staging, exc) from exc
+    if final.exists():  # re-saving a step (e.g. the final one): replace it
+        shutil.rmtree(final)
+    staging.rename(final)
+    if keep > 0:
+        for old in list_checkpoints(directory)[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def _write_staging(staging: Path, step: int, model: Any, tokenizer: Any,
+                   optimizer: torch.optim.Optimizer | None, scheduler: Any,
+                   state: dict[str, Any]) -> None:
     model.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
     torch.save({"optimizer": None if optimizer is None else optimizer.state_dict(),
@@ -72,13 +99,30 @@ def save_checkpoint(directory: Path, step: int, model: Any, tokenizer: Any,
                staging / "trainer_state.pt")
     (staging / "state.json").write_text(json.dumps({"step": step, **state, "rng": capture_rng()}),
                                         encoding="utf-8")
-    if final.exists():  # re-saving a step (e.g. the final one): replace it
-        shutil.rmtree(final)
-    staging.rename(final)
-    if keep > 0:
-        for old in list_checkpoints(directory)[:-keep]:
-            shutil.rmtree(old, ignore_errors=True)
-    return final
+
+
+def _write_failed(directory: Path, step: int, staging: Path, exc: Exception) -> CheckpointError:
+    """The error for a checkpoint whose write failed, after removing its temp dir (a
+    full disk is told apart before the removal frees space)."""
+    full = _out_of_space(exc, staging)
+    shutil.rmtree(staging, ignore_errors=True)
+    previous = [p for p in list_checkpoints(directory) if checkpoint_step(p) != step]
+    kept = (f"the previous checkpoint step {checkpoint_step(previous[-1])} ({previous[-1]}) "
+            "is intact" if previous else "there is no earlier checkpoint")
+    cause = "no space left on device" if full else f"{type(exc).__name__}: {str(exc)[:300]}"
+    return CheckpointError(f"checkpoint step {step}: {cause} writing {staging}; the partial "
+                           f"write was removed and {kept}")
+
+
+def _out_of_space(exc: Exception, path: Path) -> bool:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if "No space left on device" in str(exc) or "os error 28" in str(exc):  # safetensors
+        return True
+    try:
+        return shutil.disk_usage(path if path.exists() else path.parent).free < NEARLY_FULL_BYTES
+    except OSError:
+        return False
 
 
 def list_checkpoints(directory: Path) -> list[Path]:

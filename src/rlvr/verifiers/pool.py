@@ -271,7 +271,10 @@ class VerifierPool:
         try:
             status, payload = worker.conn.recv()
         except (EOFError, OSError):  # the socket closed: the process died
-            code = worker.process.poll()
+            try:  # its socket closes a moment before it can be reaped: wait for the code
+                code = worker.process.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                code = None
             if worker.item is not None:
                 results[worker.item] = Verdict.error(f"verifier process died (exit code {code})")
             self._replace(worker)
