@@ -76,6 +76,7 @@ def test_flooding_through_the_adapters_keeps_training(wall):
     """TRL and verl get 0 for the flood and 1 for the honest item, no exception, and
     `on_invalid="none"` does not turn the flood into a skipped (None) item."""
     from rlvr.adapters import verl
+    from rlvr.adapters.common import SHARED
     from rlvr.adapters.trl import RewardFunction
     from rlvr.verifiers.pool import VerifierPool
     flood = _flood(FLOODS["32_mb_of_empty_lists"])
@@ -83,11 +84,13 @@ def test_flooding_through_the_adapters_keeps_training(wall):
         for on_invalid in ("raise", "none"):
             reward = RewardFunction("code", pool=pool, on_invalid=on_invalid)
             assert reward(completions=[flood, HONEST], reference=[SQUARE, SQUARE]) == [0.0, 1.0]
-        verl._SHARED._pool = pool  # the adapter's shared pool, already started
-        try:
-            scores = verl.compute_score_batch(["code", "code"], [flood, HONEST], [SQUARE, SQUARE])
-        finally:
-            verl._SHARED._pool = None
+    # verl grades through the adapters' shared pool (one worker of its own here)
+    SHARED.configure(1)
+    try:
+        scores = verl.compute_score_batch(["code", "code"], [flood, HONEST], [SQUARE, SQUARE])
+    finally:
+        SHARED.close()
+        SHARED.configure(None)
     assert [s["score"] for s in scores] == [0.0, 1.0]
 
 
