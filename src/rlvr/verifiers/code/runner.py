@@ -120,9 +120,11 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
 class _WarmSandbox:
     """A long-lived sandboxed host process, started on first use and replaced if it dies."""
 
-    def __init__(self, host: str, config: dict, mode: str, seqpacket: bool, **bwrap_options) -> None:
+    def __init__(self, host: str, config: dict, mode: str, seqpacket: bool,
+                 packages: tuple = (), **bwrap_options) -> None:
         self.host, self.config, self.mode = host, config, mode
         self.seqpacket, self.bwrap_options = seqpacket, bwrap_options
+        self.packages = packages  # packages.Bind: what its code may import
         self.process: subprocess.Popen | None = None
         self.control: socket.socket | None = None
 
@@ -133,8 +135,9 @@ class _WarmSandbox:
             ours, theirs = socket.socketpair(socket.AF_UNIX, kind)
             config = {**self.config, "fd": theirs.fileno()}
             options = self.bwrap_options if self.mode != sandbox.UNSAFE else {}
-            self.process = _spawn(sandbox.host_command(self.host, config, self.mode, **options),
-                                  pass_fds=(theirs.fileno(),))
+            command = sandbox.host_command(self.host, config, self.mode, self.packages,
+                                           **options)
+            self.process = _spawn(command, pass_fds=(theirs.fileno(),))
             theirs.close()
             self.control = ours
         return self.control
@@ -149,14 +152,15 @@ class _WarmSandbox:
 
 
 class JudgeServer(_WarmSandbox):
-    """The trusted sandbox that runs test code (sandboxed/judge_host.py)."""
+    """The trusted sandbox that runs test code (sandboxed/judge_host.py). It sees the
+    same packages as the candidate: test code may use them too."""
 
-    def __init__(self, limits: Limits, mode: str) -> None:
+    def __init__(self, limits: Limits, mode: str, packages: tuple = ()) -> None:
         # Unsafe mode runs on the host's file system, where "nobody" may not read the
         # interpreter's files (under /root, say): no uid switch there.
         drop_uid = JUDGE_UID if mode != sandbox.UNSAFE else None
         super().__init__("judge_host", sandbox.host_config(-1, limits, "judge", drop_uid),
-                         mode, seqpacket=False)
+                         mode, seqpacket=False, packages=packages)
 
     def submit(self, channel: socket.socket, job: socket.socket) -> None:
         """Hand the judge one check's channel and job sockets."""
@@ -176,9 +180,10 @@ class Zygote(_WarmSandbox):
 
     REPLY_S = 10.0  # how long the zygote may take to answer before it is replaced
 
-    def __init__(self, mode: str, tmpfs_mb: int) -> None:
+    def __init__(self, mode: str, tmpfs_mb: int, packages: tuple = ()) -> None:
         config = {"fd": -1, "tmpfs_mb": tmpfs_mb}
-        super().__init__("zygote", config, mode, seqpacket=True, as_pid_1=True,
+        super().__init__("zygote", config, mode, seqpacket=True, packages=packages,
+                         as_pid_1=True,
                          root_caps=sandbox.ZYGOTE_ROOT_CAPS,
                          userns_caps=sandbox.ZYGOTE_USERNS_CAPS)
         self.memory = MemoryCap(None, "none", "not started")

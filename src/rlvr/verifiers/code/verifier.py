@@ -20,11 +20,13 @@ from __future__ import annotations
 import math
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from rlvr.verifiers.base import InvalidReference, Verdict
 from rlvr.verifiers.code.extraction import extract_code
 from rlvr.verifiers.code.io_compare import outputs_match
+from rlvr.verifiers.code.packages import DEFAULT_PACKAGES, check_names, resolve
 from rlvr.verifiers.code.runner import JudgeServer, Zygote, run_function_check, run_program
 from rlvr.verifiers.code.sandbox import UNSAFE, Limits, probe
 
@@ -65,11 +67,16 @@ class CodeVerifier:
     """sandbox:   "bwrap" (default) or "none-unsafe" (no isolation; trusted code only).
     timeout_s: wall seconds per check unless the reference sets "timeout".
     memory_mb: address-space limit of the model's process unless the reference sets one.
+    packages:  installed distributions the model's code (and the test code) may import,
+               read-only, with their own dependencies; default ["numpy"], [] for the
+               standard library only. One that is not installed is a PackageError
+               (a ValueError) here, before anything is graded (packages.py).
     """
 
     name = "code"
 
-    def __init__(self, sandbox: str = "bwrap", timeout_s: float = 6.0, memory_mb: int = 512) -> None:
+    def __init__(self, sandbox: str = "bwrap", timeout_s: float = 6.0, memory_mb: int = 512,
+                 packages: list[str] | tuple[str, ...] = DEFAULT_PACKAGES) -> None:
         if sandbox not in ("bwrap", UNSAFE):
             raise ValueError(f"code: sandbox must be 'bwrap' or {UNSAFE!r}, got {sandbox!r}")
         if not 0 < timeout_s <= MAX_TIMEOUT_S:
@@ -77,10 +84,13 @@ class CodeVerifier:
         if not 64 <= memory_mb <= MAX_MEMORY_MB:
             raise ValueError(f"code: memory_mb must be in [64, {MAX_MEMORY_MB}], got {memory_mb!r}")
         self.mode, self.timeout_s, self.memory_mb = sandbox, float(timeout_s), int(memory_mb)
+        self.packages = check_names(packages)
+        binds = resolve(self.packages)  # PackageError now, naming what is missing
         if self.mode == "bwrap":
             probe()  # refuse now, with the reason, rather than score everything 0
-        self._judge = JudgeServer(Limits(cpu_s=3600, memory_mb=1024, processes=1024), self.mode)
-        self._zygote = Zygote(self.mode, Limits().tmpfs_mb)
+        self._judge = JudgeServer(Limits(cpu_s=3600, memory_mb=1024, processes=1024), self.mode,
+                                  binds)
+        self._zygote = Zygote(self.mode, Limits().tmpfs_mb, binds)
         # One check at a time per instance: the two sandboxes serve one check each.
         # (VerifierPool runs one instance per worker process, so this never waits there.)
         self._lock = threading.Lock()
@@ -139,7 +149,16 @@ class CodeVerifier:
         result = run_function_check(self._judge, self._zygote, program, spec, limits, timeout_s)
         if result.get("status") == "test_error":
             return self._blame_test_error(result, reference, spec, limits, timeout_s)
-        return _function_verdict(result, timeout_s)
+        return self._name_importable(_function_verdict(result, timeout_s))
+
+    def _name_importable(self, verdict: Verdict) -> Verdict:
+        """A program that failed on an import it may not make (`import torch`) is told
+        what it may import: the standard library and the configured packages."""
+        said = [verdict.details.get("error") or ""] + list(verdict.details.get("errors") or [])
+        if any("ModuleNotFoundError" in str(text) for text in said):
+            importable = ["the standard library", *self.packages]
+            return replace(verdict, details={**verdict.details, "importable": importable})
+        return verdict
 
     def _blame_test_error(self, result: dict, reference: dict, spec: dict, limits: Limits,
                           timeout_s: float) -> Verdict:
