@@ -304,3 +304,16 @@ def test_numpy_cannot_reach_the_network(verifier):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_trainer_refuses_a_missing_package_when_its_config_loads():
+    from rlvr.config import ConfigError
+    from rlvr.training.config import RewardConfig
+
+    with pytest.raises(ConfigError, match=r"options: .*'no-such-package-rlvr'.* not installed"):
+        RewardConfig(verifier="code", options={"packages": ["no-such-package-rlvr"]}).validate()
+    RewardConfig(verifier="code", options={"packages": ["numpy"]}).validate()
+    RewardConfig(verifier="code").validate()
+    # remote servers have their own installs: their verdicts name what they lack
+    RewardConfig(verifier="code", options={"packages": ["no-such-package-rlvr"]},
+                 backend="remote", remote_urls=["http://127.0.0.1:9"]).validate()

@@ -95,6 +95,12 @@ class CodeVerifier:
         # (VerifierPool runs one instance per worker process, so this never waits there.)
         self._lock = threading.Lock()
 
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        """What the constructor would refuse about `packages`, without starting a
+        sandbox (the trainer calls it when its config loads: registry.check_options)."""
+        resolve(check_names(options.get("packages", DEFAULT_PACKAGES)))
+
     def check_reference(self, reference: Any) -> None:
         if not isinstance(reference, dict):
             raise InvalidReference(f"code: reference must be an object, got {type(reference).__name__}")
