@@ -180,8 +180,11 @@ class Zygote(_WarmSandbox):
 
     REPLY_S = 10.0  # how long the zygote may take to answer before it is replaced
 
-    def __init__(self, mode: str, tmpfs_mb: int, packages: tuple = ()) -> None:
-        config = {"fd": -1, "tmpfs_mb": tmpfs_mb}
+    def __init__(self, mode: str, tmpfs_mb: int, packages: tuple = (),
+                 preload: bool = False) -> None:
+        # preload: import the packages in the zygote, so checks do not pay for it
+        names = [b.name for b in packages if b.name.isidentifier()] if preload else []
+        config = {"fd": -1, "tmpfs_mb": tmpfs_mb, "preload": names}
         super().__init__("zygote", config, mode, seqpacket=True, packages=packages,
                          as_pid_1=True,
                          root_caps=sandbox.ZYGOTE_ROOT_CAPS,

@@ -71,12 +71,17 @@ class CodeVerifier:
                read-only, with their own dependencies; default ["numpy"], [] for the
                standard library only. One that is not installed is a PackageError
                (a ValueError) here, before anything is graded (packages.py).
+    preload_packages: (default true) import them once in the warm candidate sandbox,
+               so that a check using them does not pay their import (~150 ms for
+               numpy); each check still gets a fresh copy (fork), and its memory_mb
+               on top of the address space they take.
     """
 
     name = "code"
 
     def __init__(self, sandbox: str = "bwrap", timeout_s: float = 6.0, memory_mb: int = 512,
-                 packages: list[str] | tuple[str, ...] = DEFAULT_PACKAGES) -> None:
+                 packages: list[str] | tuple[str, ...] = DEFAULT_PACKAGES,
+                 preload_packages: bool = True) -> None:
         if sandbox not in ("bwrap", UNSAFE):
             raise ValueError(f"code: sandbox must be 'bwrap' or {UNSAFE!r}, got {sandbox!r}")
         if not 0 < timeout_s <= MAX_TIMEOUT_S:
@@ -90,7 +95,10 @@ class CodeVerifier:
             probe()  # refuse now, with the reason, rather than score everything 0
         self._judge = JudgeServer(Limits(cpu_s=3600, memory_mb=1024, processes=1024), self.mode,
                                   binds)
-        self._zygote = Zygote(self.mode, Limits().tmpfs_mb, binds)
+        if not isinstance(preload_packages, bool):
+            raise ValueError(f"code: preload_packages must be true or false, got "
+                             f"{preload_packages!r}")
+        self._zygote = Zygote(self.mode, Limits().tmpfs_mb, binds, preload_packages)
         # One check at a time per instance: the two sandboxes serve one check each.
         # (VerifierPool runs one instance per worker process, so this never waits there.)
         self._lock = threading.Lock()
