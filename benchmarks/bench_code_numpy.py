@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     default, bare = CodeVerifier(), CodeVerifier(packages=[])
-    lazy = CodeVerifier(preload_packages=False)
+    lazy = CodeVerifier(preload_packages="never")
     try:
         for verifier in (default, bare, lazy):  # warm every sandbox
             latency(verifier, "stdlib", 1)

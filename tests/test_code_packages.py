@@ -125,19 +125,45 @@ def test_numerical_thread_pools_keep_to_one_thread(verifier):
 
 @pytest.fixture(scope="module")
 def lazy(wall):
-    """A verifier whose checks import numpy themselves (not preloaded in the zygote)."""
-    v = CodeVerifier(preload_packages=False)
+    """A verifier whose checks import numpy themselves (never preloaded)."""
+    v = CodeVerifier(preload_packages="never")
     yield v
     v.close()
 
 
+@pytest.fixture(scope="module")
+def eager(wall):
+    """A verifier whose zygote imports numpy at start."""
+    v = CodeVerifier(preload_packages="start")
+    yield v
+    v.close()
+
+
+def test_when_numpy_is_preloaded(lazy, eager):
+    """"auto" (the default) preloads once a program names numpy, "start" at once,
+    "never" never: told by whether a check finds numpy loaded before it imports it."""
+    probe = {"asserts": ["assert loaded() is EXPECTED"]}
+    stdlib = "import sys\nLOADED = 'num' + 'py' in sys.modules\ndef loaded():\n    return LOADED\n"
+    uses = stdlib + "import numpy\n"
+    auto = CodeVerifier()
+    try:
+        steps = [(auto, stdlib, False), (auto, stdlib, False), (auto, uses, False),
+                 (auto, stdlib, True), (auto, uses, True), (eager, stdlib, True),
+                 (lazy, uses, False), (lazy, uses, False)]
+        for v, code, expected in steps:
+            ref = {**probe, "setup": f"EXPECTED = {expected}"}
+            assert v.verify(code, ref).passed, (code, expected)
+    finally:
+        auto.close()
+
+
 @pytest.mark.parametrize("mode", ["preloaded", "imported_per_check"])
-def test_numpy_state_does_not_carry_across_checks(verifier, lazy, mode):
+def test_numpy_state_does_not_carry_across_checks(eager, lazy, mode):
     """Each check changes numpy's module state (an attribute, print options, the global
     random state, a patched function) and reports what it found: the next check must
     find numpy as a fresh import leaves it, whether the zygote preloaded numpy (each
     check a fork of it) or each check imports it."""
-    verifier = verifier if mode == "preloaded" else lazy
+    verifier = eager if mode == "preloaded" else lazy
     probe = {"asserts": ["assert seen() == (None, 8, False, 6.0)"]}
     code = ("import numpy as np\n"
             "def seen():\n"
@@ -149,22 +175,22 @@ def test_numpy_state_does_not_carry_across_checks(verifier, lazy, mode):
     assert all(verifier.verify(code, probe).passed for _ in range(4))
 
 
-def test_preloading_keeps_the_memory_promised(verifier, lazy):
+def test_preloading_keeps_the_memory_promised(eager, lazy):
     """The zygote's numpy takes ~80 MB of address space, which each check inherits:
     its RLIMIT_AS is raised by as much, so memory_mb is still what the model's code may
     allocate - and no more."""
     grab = "def grab(n):\n    return len(bytearray(n * 1024 * 1024)) // (1024 * 1024)\n"
     fits = {"asserts": ["assert grab(90) == 90"], "memory_mb": 128}
     too_much = {"asserts": ["assert grab(200) == 200"], "memory_mb": 128}
-    for v in (verifier, lazy):
+    for v in (eager, lazy):
         assert v.verify(grab, fits).passed
         assert_zero(v.verify(grab, too_much))
     # numpy itself within a small limit: only preloaded does it fit in 64 MB
     small = {**MEAN, "memory_mb": 64}
-    assert verifier.verify(NUMPY_MEAN, small).passed
+    assert eager.verify(NUMPY_MEAN, small).passed
     # and a check with a smaller limit leaves the next one its own (the memory cgroup's
     # limit goes down, then up again)
-    assert verifier.verify(NUMPY_MEAN, MEAN).passed
+    assert eager.verify(NUMPY_MEAN, MEAN).passed
     assert lazy.verify(NUMPY_MEAN, MEAN).passed
 
 

@@ -181,10 +181,13 @@ class Zygote(_WarmSandbox):
     REPLY_S = 10.0  # how long the zygote may take to answer before it is replaced
 
     def __init__(self, mode: str, tmpfs_mb: int, packages: tuple = (),
-                 preload: bool = False) -> None:
-        # preload: import the packages in the zygote, so checks do not pay for it
-        names = [b.name for b in packages if b.name.isidentifier()] if preload else []
-        config = {"fd": -1, "tmpfs_mb": tmpfs_mb, "preload": names}
+                 preload: str = "never") -> None:
+        # preload: when the zygote imports the packages, so that checks do not pay for
+        # it: "start", "auto" (after the first check that wants them) or "never"
+        names = [b.name for b in packages if b.name.isidentifier()]
+        config = {"fd": -1, "tmpfs_mb": tmpfs_mb,
+                  "preload": names if preload != "never" else [],
+                  "preload_at_start": preload == "start"}
         super().__init__("zygote", config, mode, seqpacket=True, packages=packages,
                          as_pid_1=True,
                          root_caps=sandbox.ZYGOTE_ROOT_CAPS,
@@ -223,10 +226,13 @@ class Zygote(_WarmSandbox):
             raise OSError(f"candidate sandbox stopped answering ({reply!r:.200})")
         return reply
 
-    def start(self, mode: str, limits: Limits, fds: list[int]) -> None:
-        """Fork the check's process; fds: [channel] or [channel, stdin, stdout]."""
+    def start(self, mode: str, limits: Limits, fds: list[int], wants_packages: bool = False
+              ) -> None:
+        """Fork the check's process; fds: [channel] or [channel, stdin, stdout].
+        wants_packages: the program names a listed package (preload "auto")."""
         drop_uid = _drop_uid() if self.mode != sandbox.UNSAFE else None
-        job = {"op": "run", "mode": mode, "limits": asdict(limits), "drop_uid": drop_uid}
+        job = {"op": "run", "mode": mode, "limits": asdict(limits), "drop_uid": drop_uid,
+               "wants_packages": wants_packages}
         self.ensure()
         self.memory.limit(limits.check_memory_mb + ZYGOTE_ALLOWANCE_MB)
         if self._ask(job, fds) != ["started"]:
@@ -271,13 +277,13 @@ def _read_result(job: socket.socket, deadline: float) -> dict | None:
 
 
 def run_function_check(judge: JudgeServer, zygote: Zygote, code: str, spec: dict,
-                       limits: Limits, timeout_s: float) -> dict:
+                       limits: Limits, timeout_s: float, wants_packages: bool = False) -> dict:
     """Run `spec` (mode "check" or "asserts") against `code`; the judge's result dict,
     or {"status": "timeout"} when no verdict came back within the limit."""
     ours, theirs = socket.socketpair()
     job_ours, job_theirs = socket.socketpair()
     try:
-        zygote.start("serve", limits, [theirs.fileno()])
+        zygote.start("serve", limits, [theirs.fileno()], wants_packages)
         theirs.close()
         ours.sendall(protocol.encode(["load", code]))
         judge.submit(ours, job_theirs)
@@ -305,14 +311,14 @@ class ProgramRun:
 
 
 def run_program(zygote: Zygote, code: str, stdin: bytes, limits: Limits, timeout_s: float,
-                output_cap: int) -> ProgramRun:
+                output_cap: int, wants_packages: bool = False) -> ProgramRun:
     """Run `code` as a program on `stdin` in a fresh child; stdout capped at `output_cap`."""
     deadline = time.monotonic() + timeout_s
     program_read, program_write = os.pipe()
     stdin_read, stdin_write = os.pipe()
     stdout_read, stdout_write = os.pipe()
     try:
-        zygote.start("io", limits, [program_read, stdin_read, stdout_write])
+        zygote.start("io", limits, [program_read, stdin_read, stdout_write], wants_packages)
     finally:
         for fd in (program_read, stdin_read, stdout_write):
             os.close(fd)
