@@ -6,8 +6,9 @@ numpy solution and a standard-library one, graded by the sandboxed "code" verifi
 Latency: one verifier, one check at a time, median over every task and round, for
   - stdlib solutions with the default package list (numpy visible, not imported),
   - stdlib solutions with `packages=[]` (the sandbox as before issue 21),
-  - numpy solutions, numpy preloaded in the warm sandbox (the default),
-  - numpy solutions with `preload_packages=False` (each check imports numpy).
+  - numpy solutions, numpy preloaded in the warm sandbox (the default "auto" does
+    it after the first numpy program),
+  - numpy solutions with `preload_packages="never"` (each check imports numpy).
 Throughput: all tasks x rounds through a VerifierPool of `--workers`, numpy and
 stdlib solutions timed separately.
 Last line: numpy: per check N ms with numpy (preloaded; M ms imported per check),
