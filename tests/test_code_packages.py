@@ -97,6 +97,17 @@ def test_a_missing_package_is_an_error_when_configured():
     for bad in ("numpy", [1], ["numpy; rm -rf /"], [" numpy"]):
         with pytest.raises(PackageError, match="option 'packages'"):
             CodeVerifier(packages=bad)
+    for bad in (True, "always", None):
+        with pytest.raises(ValueError, match="option 'preload_packages'"):
+            CodeVerifier.check_options({"preload_packages": bad})
+
+
+def test_the_unsafe_mode_imports_the_listed_packages_from_the_host():
+    unsafe = CodeVerifier(sandbox="none-unsafe")
+    try:
+        assert unsafe.verify(NUMPY_MEAN, MEAN).passed
+    finally:
+        unsafe.close()
 
 
 def test_a_missing_package_names_itself_in_the_verdict_through_the_pool():

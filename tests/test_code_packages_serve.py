@@ -27,7 +27,7 @@ from test_code_packages import (SYSCALLS, _Answers, _memmap_attack, _network_att
                                 _read_attack, _syscall_attack)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from serve_cases import HOSTILE, code_case, math_case  # noqa: E402
+from serve_cases import HOSTILE, code_case, math_case
 
 NUMPY_TASK = {"test": "def check(candidate):\n    assert candidate([3, 1, 2]) == [1, 2, 3]\n"
                       "    assert candidate([]) == []\n", "entry_point": "ordered", "timeout": 4}

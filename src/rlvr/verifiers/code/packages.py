@@ -20,11 +20,11 @@ numpy solution into a silent 0.
 
 from __future__ import annotations
 
-import importlib.metadata as metadata
 import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import metadata
 from typing import Any
 
 DEFAULT_PACKAGES = ("numpy",)

@@ -64,6 +64,12 @@ def _check_io_cases(cases: Any) -> None:
             raise InvalidReference(f"code: io[{index}] must be {{'input': str, 'output': str}}")
 
 
+def _check_preload(value: Any) -> None:
+    if not isinstance(value, str) or value not in PRELOAD_CHOICES:
+        raise ValueError(f"code: option 'preload_packages' must be one of "
+                         f"{', '.join(PRELOAD_CHOICES)}; got {value!r}")
+
+
 class CodeVerifier:
     """sandbox:   "bwrap" (default) or "none-unsafe" (no isolation; trusted code only).
     timeout_s: wall seconds per check unless the reference sets "timeout".
@@ -98,9 +104,7 @@ class CodeVerifier:
             probe()  # refuse now, with the reason, rather than score everything 0
         self._judge = JudgeServer(Limits(cpu_s=3600, memory_mb=1024, processes=1024), self.mode,
                                   binds)
-        if preload_packages not in PRELOAD_CHOICES:
-            raise ValueError(f"code: preload_packages must be one of {PRELOAD_CHOICES}, "
-                             f"got {preload_packages!r}")
+        _check_preload(preload_packages)
         # what a program must name for "auto" to preload (a hint, trusted side only)
         self._package_names = [b.name for b in binds if b.name.isidentifier()]
         self._zygote = Zygote(self.mode, Limits().tmpfs_mb, binds, preload_packages)
@@ -113,6 +117,7 @@ class CodeVerifier:
         """What the constructor would refuse about `packages`, without starting a
         sandbox (the trainer calls it when its config loads: registry.check_options)."""
         resolve(check_names(options.get("packages", DEFAULT_PACKAGES)))
+        _check_preload(options.get("preload_packages", "auto"))
 
     def check_reference(self, reference: Any) -> None:
         if not isinstance(reference, dict):
