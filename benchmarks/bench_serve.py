@@ -169,7 +169,10 @@ def main() -> int:
     got = [r[0] if r else None for r in received]
     print(f"graded over HTTP in {wall:.1f} s; checking against rlvr verify's pool ...",
           flush=True)
-    wrong = wrong_items(cases, got, reference_verdicts(cases, workers))
+    began = time.perf_counter()  # the peer: the same cases through rlvr verify's pool
+    expected = reference_verdicts(cases, workers)
+    pool_wall = time.perf_counter() - began
+    wrong = wrong_items(cases, got, expected)
     for index, why in wrong[:10]:
         print(f"  wrong: case {index} {json.dumps(cases[index].line)[:160]}: {why}")
     n, ms = len(cases), sorted(x * 1000 for x in latencies)
@@ -180,6 +183,9 @@ def main() -> int:
     print(f"latency per request: p50 {p50:.0f} ms, p99 {p99:.0f} ms, max {ms[-1]:.0f} ms; "
           f"server peak RSS (process tree) {meter.peak / 2**20:.0f} MiB; "
           f"{duplicated} duplicated")
+    print(f"peer: rlvr verify's pool in this process, same cases and workers: "
+          f"{n / pool_wall:.0f}/s ({pool_wall:.1f} s); over HTTP at "
+          f"{(n / wall) / (n / pool_wall):.2f}x of it")
     print(f"serve: {n} verdicts, {lost} lost, {len(wrong) + duplicated} wrong, "
           f"{n / wall:.0f}/s, p99 {p99:.0f} ms")
     return 0 if not (lost or wrong or duplicated) else 1

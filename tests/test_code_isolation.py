@@ -84,8 +84,7 @@ def test_flooding_through_the_adapters_keeps_training(wall):
         for on_invalid in ("raise", "none"):
             reward = RewardFunction("code", pool=pool, on_invalid=on_invalid)
             assert reward(completions=[flood, HONEST], reference=[SQUARE, SQUARE]) == [0.0, 1.0]
-    # verl grades through the adapters' shared pool (one worker of its own here)
-    SHARED.configure(1)
+    SHARED.configure(workers=1)  # the adapters' shared workers: one, started on first use
     try:
         scores = verl.compute_score_batch(["code", "code"], [flood, HONEST], [SQUARE, SQUARE])
     finally:
