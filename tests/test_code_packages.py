@@ -106,6 +106,8 @@ def test_the_unsafe_mode_imports_the_listed_packages_from_the_host():
     unsafe = CodeVerifier(sandbox="none-unsafe")
     try:
         assert unsafe.verify(NUMPY_MEAN, MEAN).passed
+        # the host's environment is kept there, but not its thread counts
+        assert unsafe.verify(ONE_THREAD, SQUARE).passed
     finally:
         unsafe.close()
 
@@ -123,13 +125,15 @@ def test_a_missing_package_names_itself_in_the_verdict_through_the_pool():
 def test_numerical_thread_pools_keep_to_one_thread(verifier):
     """OpenBLAS would start a thread per host core at import; the sandbox allows 8
     processes and threads in all, and sizes its CPU limit for one."""
-    code = ("import os, numpy as np\n"
-            "def square(x):\n"
-            "    a = np.ones((300, 300))\n    (a @ a).sum()\n"
-            "    threads = len(os.listdir('/proc/self/task'))\n"
-            "    one = os.environ.get('OPENBLAS_NUM_THREADS') == os.environ.get('OMP_NUM_THREADS') == '1'\n"
-            "    return x * x if threads == 1 and one else -threads\n")
-    assert verifier.verify(code, SQUARE).passed
+    assert verifier.verify(ONE_THREAD, SQUARE).passed
+
+
+ONE_THREAD = ("import os, numpy as np\n"
+              "def square(x):\n"
+              "    a = np.ones((300, 300))\n    (a @ a).sum()\n"
+              "    threads = len(os.listdir('/proc/self/task'))\n"
+              "    one = os.environ.get('OPENBLAS_NUM_THREADS') == os.environ.get('OMP_NUM_THREADS') == '1'\n"
+              "    return x * x if threads == 1 and one else -threads\n")
 
 
 # --- no state survives a check, numpy's included --------------------------------------

@@ -150,7 +150,10 @@ def host_command(host: str, config: dict, mode: str = "bwrap",
     with `packages` importable (after the standard library on sys.path)."""
     root = MOUNT_POINT if mode != UNSAFE else str(SANDBOXED_DIR)
     extra = search_dirs(packages) if mode == UNSAFE else [PACKAGES_MOUNT] if packages else []
-    launcher = (f"import sys, json; sys.path.insert(0, {root!r}); sys.path += {extra!r}; "
+    # The thread caps again here for the unsafe mode, which keeps the host's environment
+    # (OpenBLAS reads them when it loads, after this line).
+    launcher = (f"import os, sys, json; os.environ.update({THREAD_ENV!r}); "
+                f"sys.path.insert(0, {root!r}); sys.path += {extra!r}; "
                 f"import protocol, confine, {host}; "
                 f"{host}.main(protocol, confine, json.loads(sys.argv[1]))")
     python = [_python()[0], "-I", "-S", "-B", "-c", launcher, json.dumps(config)]
