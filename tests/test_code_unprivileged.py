@@ -23,7 +23,7 @@ from code_containment import interpreter_paths, run_unprivileged
 from rlvr.data.sources import shared_data_dir
 
 TESTS = Path(__file__).resolve().parent
-SUITES = ["test_code_hacks.py", "test_code_isolation.py"]
+SUITES = ["test_code_hacks.py", "test_code_isolation.py", "test_code_packages.py"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="not root: the suites already ran unprivileged")

@@ -227,6 +227,15 @@ class RewardConfig:
         problem = backend_problem(self)
         if problem:
             raise ConfigError(*problem)
+        # Options a verifier can check here (the code verifier's packages), before any
+        # model is built. Only for workers on this machine: servers and Ray nodes have
+        # their own installs, and their verdicts name what they lack.
+        if self.verifier and self.backend == "process":
+            from rlvr.verifiers.registry import check_options
+            try:
+                check_options(self.verifier, self.options)
+            except ValueError as exc:
+                raise ConfigError(str(exc), "options") from None
 
 
 def backend_problem(reward: RewardConfig) -> tuple[str, str] | None:

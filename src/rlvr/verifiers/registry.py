@@ -80,6 +80,19 @@ def resolve_factory(target: str | Callable[..., Verifier]) -> Callable[..., Veri
     return getattr(importlib.import_module(module_name), attr)
 
 
+def check_options(name: str, options: dict[str, Any]) -> None:
+    """Refuse `options` for verifier `name` before anything is graded, where the
+    verifier can tell cheaply (a class method `check_options(options)`: the code
+    verifier checks that its packages are installed). ValueError naming the option.
+    A name this process does not know (yet) is left to the pool, which names it."""
+    if name not in available():
+        return
+    factory = resolve_factory(spec_for(name).target)
+    check = getattr(factory, "check_options", None)
+    if callable(check):
+        check(dict(options))
+
+
 def get_verifier(name: str, **options: Any) -> Verifier:
     """The verifier called `name`, built with `options`; instances are cached per
     (name, options) since some hold warm resources (parsers, sandboxes)."""

@@ -106,10 +106,16 @@ class MemoryCap:
         if self.kind == "v2":
             (self.path / "memory.max").write_text(value)
         else:
-            (self.path / "memory.limit_in_bytes").write_text(value)
-            swap = self.path / "memory.memsw.limit_in_bytes"  # only with swap accounting
+            # With swap accounting v1 refuses a memory limit above memory+swap's
+            # (EINVAL): raise memsw first when going up, lower it last when going down
+            # (a new group starts unlimited: down).
+            files = [self.path / "memory.limit_in_bytes"]
+            swap = self.path / "memory.memsw.limit_in_bytes"
             if swap.exists():
-                swap.write_text(value)
+                up = self.limit_mb is not None and megabytes > self.limit_mb
+                files = [swap] + files if up else files + [swap]
+            for file in files:
+                file.write_text(value)
         self.limit_mb = megabytes
 
     def add(self, pid: int) -> None:

