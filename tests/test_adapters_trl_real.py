@@ -13,7 +13,7 @@ import torch
 from rlvr.adapters.trl import AsyncRewardFunction, reward_func
 from rlvr.verifiers.pool import Case, VerifierPool
 
-trl = pytest.importorskip("trl", reason="TRL is not installed (pip install 'rlvr[bench]')")
+trl = pytest.importorskip("trl", reason="TRL is not installed (pip install 'rlvr[test]')")
 if not getattr(pytest.importorskip("trl.chat_template_utils"), "_SUPPORTS_RESPONSE_TEMPLATE",
                False):
     pytest.skip("this TRL/transformers pair cannot split reasoning_content off (needs "
