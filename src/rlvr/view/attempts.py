@@ -11,11 +11,12 @@ climbs while strict accuracy does not.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from threading import Lock
-from typing import Any, Iterable
+from typing import Any
 
 from rlvr.audit.detect import attempt_flags
 from rlvr.view.rollouts import RolloutsFile, StepLines

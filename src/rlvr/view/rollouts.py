@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import mmap
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 READ_BLOCK = 1 << 16   # bytes read per probe; a longer line is read on in further blocks
 END = float("inf")     # the "step" past the last complete line

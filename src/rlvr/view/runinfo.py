@@ -9,6 +9,7 @@ by a crash is reported as such, a malformed line is counted and named.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,7 +87,7 @@ class ViewRun:
         self.rollouts = RolloutsFile(self.path / "rollouts.jsonl")
 
     @classmethod
-    def open(cls, path: str | Path) -> "ViewRun":
+    def open(cls, path: str | Path) -> ViewRun:
         path = Path(path)
         if not path.is_dir():
             raise FileNotFoundError(f"{path}: no such run directory")
@@ -164,7 +165,7 @@ def curve_series(metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     series = {}
     for key, label in CURVES:
         points = [(m["step"], m.get(key)) for m in metrics if isinstance(m.get("step"), int)]
-        points = [(x, y) for x, y in points if isinstance(y, (int, float)) and y == y]
+        points = [(x, y) for x, y in points if _number(y)]
         if points:
             series[key] = {"label": label, "x": [p[0] for p in points],
                            "y": [p[1] for p in points]}
@@ -194,8 +195,7 @@ def older_evals(metrics: list[dict[str, Any]], summary: dict[str, Any]) -> dict[
     if isinstance((evals.get("before") or {}).get("accuracy"), (int, float)):
         points.append((0, evals["before"]["accuracy"]))
     points += [(m["step"], m["eval/accuracy"]) for m in metrics
-               if isinstance(m.get("step"), int) and isinstance(m.get("eval/accuracy"), (int, float))
-               and m["eval/accuracy"] == m["eval/accuracy"]]
+               if isinstance(m.get("step"), int) and _number(m.get("eval/accuracy"))]
     after = (evals.get("after") or {}).get("accuracy")
     if isinstance(after, (int, float)) and isinstance(summary.get("steps"), int):
         points.append((summary["steps"], after))
@@ -203,6 +203,12 @@ def older_evals(metrics: list[dict[str, Any]], summary: dict[str, Any]) -> dict[
         return {}
     return {"greedy/accuracy": {"label": "held-out greedy/accuracy",
                                 "x": [p[0] for p in points], "y": [p[1] for p in points]}}
+
+
+def _number(value: Any) -> bool:
+    """A finite int or float (NaN marks a step without the value; bools are not numbers)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
 
 
 def _summary_headline(summary: dict[str, Any]) -> dict[str, Any]:
