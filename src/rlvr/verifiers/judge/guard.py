@@ -18,8 +18,13 @@ _FLAGS: dict[str, re.Pattern[str]] = {
         r"\b(ignore|disregard|forget|override)\b[^.\n]{0,40}\b(instructions?|rubric|rules?|"
         r"criteria|prompt|grading|above|previous|prior)\b", re.I),
     "asks_for_score": re.compile(
-        r"\b(score|grade|rate|mark)\b[^.\n]{0,30}\b(10|ten|full|max(imum)?|perfect|100)\b"
-        r"|\b(full|perfect|maximum|top)\s+(score|marks?|points|grade)\b", re.I),
+        r"\b(give|award|assign)\s+(me|this|it|the answer|my answer)?\s*(an?\s+)?(full|"
+        r"perfect|maximum|max|top|high|10|ten)\b"
+        r"|\b(score|grade|rate|mark)\s+(this|me|it|my answer|the answer)\b[^.\n]{0,20}"
+        r"\b(10|ten|full|max(imum)?|perfect|100)\b"
+        r"|\b(full|perfect|maximum|top)\s+(score|marks?|points|grade)\b"
+        r"|\bscore\s*[:=]?\s*(it\s+|this\s+|me\s+)?(a\s+)?(10|ten)\b(?!\s*(to|-|:)\s*\d)",
+        re.I),
     "addresses_grader": re.compile(
         r"\b(dear|attention|note (to|for)( the)?|hey|hello)\s+(the\s+)?(grader|judge|"
         r"evaluator|assessor|reviewer)\b|\b(as|you are) (the|a|an) (grader|judge|evaluator)\b"

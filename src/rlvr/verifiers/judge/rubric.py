@@ -103,21 +103,23 @@ def _criteria(rubric: Any) -> tuple[Criterion, ...]:
 
 
 def _criterion(item: Any, index: int) -> Criterion:
-    where = f"judge: 'rubric[{index}]'"
+    where = f"rubric[{index}]"
     if not isinstance(item, dict):
-        raise InvalidReference(f"{where} must be an object with 'criterion' and 'weight'")
+        raise InvalidReference(f"judge: '{where}' must be an object with 'criterion' and "
+                               "'weight'")
     unknown = sorted(set(item) - _CRITERION_KEYS)
     if unknown:
-        raise InvalidReference(f"{where}: unknown field(s) {', '.join(unknown)}")
+        raise InvalidReference(f"judge: '{where}': unknown field(s) {', '.join(unknown)}")
     text = item.get("criterion")
     if not isinstance(text, str) or not text.strip():
-        raise InvalidReference(f"{where}.criterion must be a non-empty string")
+        raise InvalidReference(f"judge: '{where}.criterion' must be a non-empty string")
     weight = item.get("weight", 1.0)
     if not _finite_number(weight) or weight <= 0:
-        raise InvalidReference(f"{where}.weight must be a positive number, got {weight!r}")
+        raise InvalidReference(f"judge: '{where}.weight' must be a positive number, "
+                               f"got {weight!r}")
     cid = item.get("id", f"c{index + 1}")
     if not isinstance(cid, str) or not _ID.fullmatch(cid):
-        raise InvalidReference(f"{where}.id must match {_ID.pattern}, got {cid!r}")
+        raise InvalidReference(f"judge: '{where}.id' must match {_ID.pattern}, got {cid!r}")
     return Criterion(cid, " ".join(text.split()), float(weight))
 
 

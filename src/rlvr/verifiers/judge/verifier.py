@@ -83,6 +83,7 @@ class JudgeVerifier:
             counters.update({"judge/requests": stats.attempts, "judge/retries": stats.retries,
                              "judge/errors": 1})
             reason = REASON_UNPARSEABLE if isinstance(exc, Unparseable) else REASON_UNAVAILABLE
+            counters[f"judge/{reason.removeprefix('judge_')}"] = 1
             return _counted(Verdict(0.0, False, reason, {"error": str(exc)[:1000],
                                                          "injection_flags": flags,
                                                          "judge": info}), counters)
@@ -94,7 +95,10 @@ class JudgeVerifier:
         counters.update({"judge/requests": stats.attempts, "judge/retries": stats.retries,
                          "judge/prompt_tokens": prompt_tokens,
                          "judge/completion_tokens": completion_tokens, "judge/cost": cost})
-        return _counted(self._grade(body, rubric, info, flags), counters)
+        verdict = self._grade(body, rubric, info, flags)
+        if verdict.reason == REASON_UNPARSEABLE:
+            counters.update({"judge/errors": 1, "judge/unparseable": 1})
+        return _counted(verdict, counters)
 
     def _grade(self, body: Any, rubric: Rubric, info: dict[str, Any],
                flags: list[str]) -> Verdict:
