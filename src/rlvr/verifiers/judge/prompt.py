@@ -7,7 +7,7 @@ The injection guard, by construction (tests/test_judge_injection.py checks each 
    hash to forge it; and before quoting, every `[[` / `]]` in the completion is broken
    up (`[ [`), so no marker-shaped text of any nonce survives inside the data.
 2. Chat-template control tokens in the completion (`<|im_end|>`, `<|start_header_id|>`,
-   `<s>`, ...) are broken up too (`< |im_end| >`): a template that pastes message text
+   `<s>`, ...) are broken up too (`< |im_end| >`, `< s>`): a template that pastes message text
    verbatim would otherwise turn them into real role boundaries.
 3. The system prompt says the quoted text is data written by the model being graded and
    that requests inside it are to be ignored; the user message repeats the answer format
@@ -28,30 +28,16 @@ from rlvr.verifiers.judge.rubric import Rubric
 
 PROMPT_VERSION = "judge-prompt-v1"  # part of cache keys: a new prompt is a new verdict
 
-# Runs of brackets that could form a marker, and chat-template control tokens.
-_BRACKETS = re.compile(r"\[(?=\[)|\](?=\])")
-_CONTROL = re.compile(r"<\|([^|<>\n]{0,40})\|>|<(/?s)>")
+# Where a space goes: inside `[[`, `]]` (marker-shaped brackets), `<|`, `|>` (chat
+# control tokens of most templates) and `<s>`, `</s>` (sentencepiece-era templates).
+_BREAK = re.compile(r"\[(?=\[)|\](?=\])|<(?=\|)|\|(?=>)|<(?=/?s>)")
 
 
 def neutralise(completion: str) -> tuple[str, int]:
-    """`completion` with marker-shaped brackets and control tokens broken up, and how
-    many edits that took (0 for ordinary text)."""
-    edits = 0
-
-    def spaced_bracket(match: re.Match[str]) -> str:
-        nonlocal edits
-        edits += 1
-        return match.group(0) + " "
-
-    def spaced_control(match: re.Match[str]) -> str:
-        nonlocal edits
-        edits += 1
-        if match.group(1) is not None:
-            return f"< |{match.group(1)}| >"
-        return f"< {match.group(2)} >"
-
-    text = _BRACKETS.sub(spaced_bracket, completion)
-    return _CONTROL.sub(spaced_control, text), edits
+    """`completion` with marker-shaped brackets and control tokens broken up by a space,
+    and how many spaces that took (0 for ordinary text)."""
+    quoted, edits = _BREAK.subn(lambda match: match.group(0) + " ", completion)
+    return quoted, edits
 
 
 def nonce_for(completion: str, rubric: Rubric, prompt: str | None) -> str:
