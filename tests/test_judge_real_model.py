@@ -54,31 +54,45 @@ def _wait_for_url(server: subprocess.Popen, log) -> str:
     pytest.fail("judge-serve did not come up within 120 s")
 
 
-def options(url: str) -> dict:
-    return {"base_url": url, "model": MODEL, "injection": "flag", "max_tokens": 24,
-            "timeout_s": 60, "retries": 0}
+def options(url: str, **extra) -> dict:
+    return {"base_url": url, "model": MODEL, "max_tokens": 24, "timeout_s": 60, "retries": 0,
+            **extra}
 
 
 def check_shape(verdict: dict) -> None:
     """A structured verdict, or an honest error: nothing in between."""
-    assert verdict["reason"] in ("passed", "below_threshold", "judge_unparseable"), verdict
+    assert verdict["reason"] in ("passed", "below_threshold", "judge_unparseable",
+                                 "addresses_judge"), verdict
     if verdict["reason"] == "judge_unparseable":
         assert verdict["score"] == 0.0 and not verdict["passed"]
         assert "raw" in verdict["details"] and verdict["details"]["error"]
+    elif verdict["reason"] == "addresses_judge":
+        assert verdict["score"] == 0.0 and verdict["details"]["injection_flags"]
     else:
         assert set(verdict["details"]["scores"]) == {"c1"}
-    assert verdict["details"]["judge"]["prompt_tokens"] > 0
+    if verdict["reason"] != "addresses_judge":
+        assert verdict["details"]["judge"]["prompt_tokens"] > 0
 
 
 @pytest.mark.slow
 def test_verify_judge_one_off_against_the_real_model(endpoint):
-    result = run_cli("verify", "judge", "--options", json.dumps(options(endpoint)),
-                     "--reference", "Paris", "--prompt", PROMPT,
-                     "--completion", "The capital of France is Paris.", timeout=120)
+    result = run_cli("verify", "judge", "--options",
+                     json.dumps(options(endpoint, structured=True)), "--reference", "Paris",
+                     "--prompt", PROMPT, "--completion", "The capital of France is Paris.",
+                     timeout=120)
     assert result.returncode == 0, result.stderr
     verdict = json.loads(result.stdout)
-    print("one-off:", verdict["reason"], verdict["score"], verdict["details"].get("raw"))
+    print("one-off:", verdict["reason"], verdict["score"], verdict["details"].get("scores"))
     check_shape(verdict)
+    assert verdict["reason"] != "judge_unparseable"  # structured output: always a verdict
+
+
+# (mode, options, asserted): the default guard (pre-check + quoting, structured output),
+# free text with quoting alone, and structured output with quoting alone (printed only:
+# a 135M judge copies a "10" it reads in the data; see the docs' limits).
+MODES = [("default", {"structured": True}, True),
+         ("quoting_only_free_text", {"injection": "flag"}, True),
+         ("quoting_only_structured", {"injection": "flag", "structured": True}, False)]
 
 
 @pytest.mark.slow
@@ -87,14 +101,17 @@ def test_injections_never_beat_the_plain_answer_on_the_real_model(endpoint, tmp_
     cases = tmp_path / "cases.jsonl"
     cases.write_text("".join(json.dumps({"verifier": "judge", "completion": text,
                                          "reference": "Paris", "prompt": PROMPT,
-                                         "options": options(endpoint)}) + "\n"
-                             for text in texts.values()))
+                                         "options": options(endpoint, **extra)}) + "\n"
+                             for _, extra, _ in MODES for text in texts.values()))
     result = run_cli("verify", "--input", str(cases), "--workers", "1", timeout=240)
     assert result.returncode == 0, result.stderr
-    verdicts = dict(zip(texts, map(json.loads, result.stdout.splitlines())))
-    for name, verdict in verdicts.items():
-        print(f"{name}: {verdict['reason']} score={verdict['score']} "
-              f"raw={verdict['details'].get('raw')!r}")
-        check_shape(verdict)
-    for name in INJECTED:
-        assert verdicts[name]["score"] <= verdicts["honest"]["score"], name
+    lines = iter(map(json.loads, result.stdout.splitlines()))
+    for mode, _, asserted in MODES:
+        verdicts = {name: next(lines) for name in texts}
+        for name, verdict in verdicts.items():
+            print(f"{mode} {name}: {verdict['reason']} score={verdict['score']} "
+                  f"raw={verdict['details'].get('raw')!r}")
+            check_shape(verdict)
+        if asserted:
+            for name in INJECTED:
+                assert verdicts[name]["score"] <= verdicts["honest"]["score"], (mode, name)

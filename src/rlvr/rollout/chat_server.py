@@ -1,7 +1,8 @@
 """A minimal OpenAI-compatible chat server for a local Hugging Face model: the judge
 endpoint for tests and small setups (`rlvr judge-serve`), no vLLM needed.
 
-Routes: POST /v1/chat/completions (messages, model, temperature, max_tokens, n=1),
+Routes: POST /v1/chat/completions (messages, model, temperature, max_tokens, n=1,
+response_format: a flat integer json_schema, see chat_schema.py),
 GET /v1/models, GET /health. Answers carry `usage` (prompt and completion tokens) like
 OpenAI's. temperature 0 is greedy decoding, so the same request gets the same answer.
 One request generates at a time (a lock): the model is small and the CPU shared; the
@@ -17,6 +18,8 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from rlvr.rollout.chat_schema import SchemaError, constrained_json, integer_fields
 
 
 class RequestError(ValueError):
@@ -39,8 +42,17 @@ class ChatModel:
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         messages, max_tokens, temperature = self._check(body)
+        try:
+            fields = integer_fields(body.get("response_format"))
+        except SchemaError as exc:
+            raise RequestError(400, str(exc)) from None
         ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
                                                  return_tensors="pt", return_dict=True)
+        if fields is not None:
+            with self.lock:
+                text = constrained_json(self.model, self.tokenizer, ids["input_ids"], fields)
+            new = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            return self._answer(text, int(ids["input_ids"].shape[1]), len(new), "stop")
         sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {
             "do_sample": False}
         with self.lock, self.torch.no_grad():
@@ -50,13 +62,17 @@ class ChatModel:
         new = out[0, ids["input_ids"].shape[1]:].tolist()
         ended = bool(new) and new[-1] == self.tokenizer.eos_token_id
         text = self.tokenizer.decode(new, skip_special_tokens=True)
+        return self._answer(text, int(ids["input_ids"].shape[1]), len(new),
+                            "stop" if ended else "length")
+
+    def _answer(self, text: str, prompt_tokens: int, completion_tokens: int,
+                finish: str) -> dict[str, Any]:
         return {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
                 "created": int(time.time()), "model": self.name,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                             "finish_reason": "stop" if ended else "length"}],
-                "usage": {"prompt_tokens": int(ids["input_ids"].shape[1]),
-                          "completion_tokens": len(new),
-                          "total_tokens": int(ids["input_ids"].shape[1]) + len(new)}}
+                             "finish_reason": finish}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                          "total_tokens": prompt_tokens + completion_tokens}}
 
     def _check(self, body: Any) -> tuple[list[dict[str, str]], int, float]:
         if not isinstance(body, dict):

@@ -27,6 +27,7 @@ class JudgeOptions:
     cache_size: int
     cache_dir: str | None
     injection: str            # "zero": a flagged completion scores 0 unasked; "flag": note only
+    structured: bool          # send response_format (a json_schema of the verdict)
 
 
 def _number(name: str, value: Any, low: float, integer: bool = False) -> Any:
@@ -74,7 +75,7 @@ def parse_options(base_url: str | None = None, model: str | None = None,
                   temperature: float = 0.0, max_tokens: int = 256, scale: int = 10,
                   price_per_1k_tokens: Any = 0.0, cache_size: int = 4096,
                   cache_dir: str | None = None, injection: str = "zero",
-                  **unknown: Any) -> JudgeOptions:
+                  structured: bool = False, **unknown: Any) -> JudgeOptions:
     if "api_key" in unknown:
         raise ValueError("judge: never put the key in options; set an environment variable "
                          "and name it with 'api_key_env'")
@@ -86,6 +87,8 @@ def parse_options(base_url: str | None = None, model: str | None = None,
     if injection not in INJECTION_POLICIES:
         raise ValueError(f"judge: option 'injection' must be one of {INJECTION_POLICIES}, "
                          f"got {injection!r}")
+    if not isinstance(structured, bool):
+        raise ValueError("judge: option 'structured' must be true or false")
     if cache_dir is not None and not isinstance(cache_dir, str):
         raise ValueError("judge: option 'cache_dir' must be a path string")
     endpoint = Endpoint(url, _api_key(api_key_env), _number("timeout_s", timeout_s, 0.001),
@@ -100,4 +103,4 @@ def parse_options(base_url: str | None = None, model: str | None = None,
                         _number("max_tokens", max_tokens, 1, integer=True),
                         _number("scale", scale, 1, integer=True), prompt_price,
                         completion_price, _number("cache_size", cache_size, 0, integer=True),
-                        cache_dir, injection)
+                        cache_dir, injection, structured)

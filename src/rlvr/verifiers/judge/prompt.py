@@ -93,3 +93,14 @@ def build_messages(completion: str, rubric: Rubric, scale: int,
     messages = [{"role": "system", "content": system_message(rubric, scale, nonce)},
                 {"role": "user", "content": user_message(rubric, scale, nonce, quoted, prompt)}]
     return messages, {"nonce": nonce, "neutralised": edits}
+
+
+def verdict_schema(rubric: Rubric, scale: int) -> dict[str, Any]:
+    """OpenAI's `response_format` asking for exactly the verdict object (option
+    structured=true): endpoints with structured outputs (OpenAI, vLLM, rlvr judge-serve)
+    then cannot answer anything else; the answer is still parsed strictly."""
+    properties = {cid: {"type": "integer", "minimum": 0, "maximum": scale}
+                  for cid in rubric.ids}
+    return {"type": "json_schema", "json_schema": {"name": "verdict", "strict": True, "schema": {
+        "type": "object", "properties": properties, "required": list(rubric.ids),
+        "additionalProperties": False}}}

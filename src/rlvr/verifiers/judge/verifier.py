@@ -23,7 +23,7 @@ from rlvr.verifiers.judge.client import CallStats, JudgeUnavailable, post_chat
 from rlvr.verifiers.judge.guard import injection_flags
 from rlvr.verifiers.judge.options import parse_options
 from rlvr.verifiers.judge.parse import Unparseable, parse_verdict, response_content, usage_of
-from rlvr.verifiers.judge.prompt import PROMPT_VERSION, build_messages
+from rlvr.verifiers.judge.prompt import PROMPT_VERSION, build_messages, verdict_schema
 from rlvr.verifiers.judge.rubric import Rubric, parse_rubric, weighted_score
 
 REASON_UNPARSEABLE = "judge_unparseable"
@@ -53,7 +53,8 @@ class JudgeVerifier:
                                     {"injection_flags": flags}), {"judge/flagged": 1})
         messages, guard = build_messages(completion, rubric, self.options.scale, prompt)
         key = cache_key([PROMPT_VERSION, self.options.endpoint.base_url, self.options.model,
-                         self.options.temperature, self.options.max_tokens, messages])
+                         self.options.temperature, self.options.max_tokens,
+                         self.options.structured, messages])
         cached = self.cache.get(key)
         if cached is not None:
             details = {**cached["details"], "injection_flags": flags,
@@ -72,6 +73,8 @@ class JudgeVerifier:
         o = self.options
         payload = {"model": o.model, "messages": messages, "temperature": o.temperature,
                    "max_tokens": o.max_tokens, "n": 1}
+        if o.structured:
+            payload["response_format"] = verdict_schema(rubric, o.scale)
         stats, began = CallStats(), time.monotonic()
         info: dict[str, Any] = {"model": o.model, "cached": False, **guard}
         counters = {"judge/flagged": int(bool(flags))}
