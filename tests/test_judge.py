@@ -312,3 +312,19 @@ def test_registered_and_reachable_through_the_pool():
                                          Case("judge", "Paris", {"rubric": []}, options)])
     assert good.score == 1.0 and invalid.is_invalid
     assert "'rubric' must be a non-empty list" in invalid.details["error"]
+
+
+def test_structured_sends_the_verdict_schema_that_judge_serve_accepts():
+    from rlvr.rollout.chat_schema import SchemaError, integer_fields
+
+    with ScriptedEndpoint(answering('{"c1": 10, "c2": 10}')) as ep:
+        judge(ep, structured=True).verify("Paris.", RUBRIC)
+        judge(ep).verify("Paris.", RUBRIC)
+    schema = ep.requests[0]["response_format"]
+    assert "response_format" not in ep.requests[1]
+    assert integer_fields(schema) == [("c1", 0, 10), ("c2", 0, 10)]
+    loose = {**schema["json_schema"]["schema"], "additionalProperties": True}
+    for bad in ({"type": "json_object"}, {"type": "json_schema", "json_schema": {
+            "schema": loose}}):
+        with pytest.raises(SchemaError):
+            integer_fields(bad)
