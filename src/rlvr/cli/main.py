@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "many machines)"),
     "vllm-serve": ("rlvr.cli.vllm_serve", "start a vLLM server for sampling.engine=vllm "
                    "(server mode)"),
+    "judge-serve": ("rlvr.cli.judge_serve", "serve a local model as an OpenAI-compatible chat "
+                    "endpoint (for the judge verifier)"),
 }
 
 

@@ -8,7 +8,8 @@ Batch:   rlvr verify --input cases.jsonl --output verdicts.jsonl
          after every other line is written. Malformed JSON: exit 2 naming the line,
          before anything is graded.
 One-off: rlvr verify math --reference '\\frac12' --completion 'so \\boxed{0.5}'
-         prints the verdict as JSON.
+         prints the verdict as JSON. --options '{"model": "m"}' gives the verifier's
+         options (e.g. the judge's endpoint).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p.add_argument("--completion", help="one-off mode: the completion text ('-' reads stdin)")
     p.add_argument("--prompt", help="one-off mode: the task's prompt, for verifiers that use it "
                    "(math rejects an answer that only restates the prompt's expression)")
+    p.add_argument("--options", help="one-off mode: the verifier's options as a JSON object")
     p.add_argument("--input", "-i", help="batch mode: JSONL cases ('-' for stdin)")
     p.add_argument("--output", "-o", default="-", help="batch mode: where verdicts go "
                    "(default stdout)")
@@ -46,7 +48,8 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.input:
-        if args.verifier or args.completion is not None or args.reference is not None:
+        if (args.verifier or args.completion is not None or args.reference is not None
+                or args.options is not None):
             print("rlvr verify: use either --input (batch) or VERIFIER --reference "
                   "--completion (one-off), not both", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -69,8 +72,15 @@ def _parse_reference(text: str) -> Any:
 
 
 def _run_one(args: argparse.Namespace) -> int:
+    try:
+        options = json.loads(args.options) if args.options is not None else {}
+    except json.JSONDecodeError:
+        options = None
+    if not isinstance(options, dict):
+        print("rlvr verify: --options must be a JSON object", file=sys.stderr)
+        return EXIT_BAD_INPUT
     completion = sys.stdin.read() if args.completion == "-" else args.completion
-    case = Case(args.verifier, completion, _parse_reference(args.reference),
+    case = Case(args.verifier, completion, _parse_reference(args.reference), options,
                 prompt=args.prompt)
     with VerifierPool(workers=1, timeout_s=args.timeout) as pool:
         verdict = pool.verify([case])[0]

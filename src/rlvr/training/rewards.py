@@ -88,8 +88,9 @@ def reward_tensor(verdicts: Sequence[Sequence[Verdict]], lengths: torch.Tensor,
 
 
 def verdict_metrics(verdicts: Sequence[Sequence[Verdict]], prefix: str = "") -> dict[str, float]:
-    """Mean score, accuracy (share passed), and the mean of every numeric component a
-    verifier reports in details["components"] (composite verifiers)."""
+    """Mean score, accuracy (share passed), the mean of every numeric component a
+    verifier reports in details["components"] (composite verifiers), and the sum of
+    every counter in details["counters"] (the judge's tokens and cost)."""
     flat = [v for group in verdicts for v in group]
     if not flat:
         return {}
@@ -103,7 +104,20 @@ def verdict_metrics(verdicts: Sequence[Sequence[Verdict]], prefix: str = "") -> 
                 components[name].append(number)
     for name, values in sorted(components.items()):
         metrics[f"{prefix}reward/{name}"] = sum(values) / len(values)
+    metrics.update(counter_totals(flat, prefix))
     return metrics
+
+
+def counter_totals(verdicts: Sequence[Verdict], prefix: str = "") -> dict[str, float]:
+    """Sums of the counters verifiers report in details["counters"] (the judge's
+    requests, cache hits, tokens, cost, errors: "judge/prompt_tokens", ...) over a batch."""
+    totals: dict[str, float] = defaultdict(float)
+    for v in verdicts:
+        for name, value in (v.details.get("counters") or {}).items():
+            number = _number(value)
+            if number is not None:
+                totals[f"{prefix}{name}"] += number
+    return dict(sorted(totals.items()))
 
 
 def _number(value: Any) -> float | None:

@@ -42,6 +42,10 @@ _BUILTINS: dict[str, VerifierSpec] = {
                             "composite: format gate, then math accuracy (DeepSeek-R1 style)"),
     "code": VerifierSpec("rlvr.verifiers.code:CodeVerifier", 60.0,
                          "program passes its tests in a bubblewrap sandbox (HumanEval/MBPP/io)"),
+    # 120 s: the judge's own deadline (options total_timeout_s, 100 s) answers first
+    "judge": VerifierSpec("rlvr.verifiers.judge:JudgeVerifier", 120.0,
+                          "rubric grading by an OpenAI-compatible chat model (options: "
+                          "base_url, model)"),
 }
 
 _REGISTERED: dict[str, VerifierSpec] = {}
