@@ -51,6 +51,8 @@ class Recorder(Tracker):
 def _use(monkeypatch, *trackers: Recorder) -> None:
     """train() builds these instead of the named backends (no package needed)."""
     queue = list(trackers)
+    # both checks: the config's (package installed?) and train()'s (package imports?)
+    monkeypatch.setattr("rlvr.runs.trackers.tracker_problem", lambda *a, **k: None)
     monkeypatch.setattr("rlvr.training.tracking.tracker_problem", lambda *a, **k: None)
     monkeypatch.setattr("rlvr.training.tracking.build_tracker", lambda name: queue.pop(0))
 

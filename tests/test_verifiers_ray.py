@@ -128,11 +128,12 @@ def test_killed_actor_mid_batch_is_an_error_and_the_pool_keeps_working(ray_pool)
 def test_actors_that_die_at_start_up_raise_clearly(ray_cluster):
     from rlvr.verifiers.ray_pool import RayVerifierPool
 
-    # 1 MB of private memory: the actor's Ray worker itself cannot run, as when rlvr
-    # cannot be imported on a node; three deaths before "ready" end the batch loudly.
+    # A preload whose process exits while it loads: the actor dies before "ready", as
+    # when rlvr cannot be imported on a node; three deaths end the batch loudly. (It used
+    # 1 MB of RLIMIT_DATA, but a Ray worker short of memory may hang instead of dying.)
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="actors die at start-up.*ActorDiedError"):
-        with RayVerifierPool(workers=1, memory_mb=1) as pool:
+        with RayVerifierPool(workers=1, preload=["ray_helpers:DiesOnLoad"]) as pool:
             pool.verify([Case("exact", "#### 1", "1")])
     assert time.monotonic() - start < 60
 
