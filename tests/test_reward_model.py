@@ -25,7 +25,7 @@ def test_bradley_terry_loss_by_hand():
     rejected = torch.tensor([0.0, 1.0])
     loss = bradley_terry_loss(chosen, rejected)
     # margins 2 and -1: (log(1 + e^-2) + log(1 + e^1)) / 2 = (0.126928 + 1.313262) / 2
-    assert float(loss) == pytest.approx(0.720095, abs=1e-6)
+    assert loss.item() == pytest.approx(0.720095, abs=1e-6)
     loss.backward()
     # d/dc -log sigmoid(m) / N = -(1 - sigmoid(m)) / 2: m=2 -> -0.119203/2, m=-1 -> -0.731059/2
     assert chosen.grad.tolist() == pytest.approx([-0.0596015, -0.3655293], abs=1e-6)

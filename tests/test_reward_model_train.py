@@ -1,14 +1,17 @@
 """`rlvr rm-train` on the tiny model and the `reward_model` verifier on its output.
 
-The preference is learnable but not given away at the last token: chosen completions
-start with "yes", rejected ones with "no", and both end in random digits, so the reward
-read at the last token must look back. Held-out pairs come from a separate file with
-other prompts."""
+The preference is learnable but invisible to token counts: the prompt is three random
+letters and "=", the chosen completion copies the letters, the rejected one is three
+other random letters. Chosen and rejected completions draw their tokens from the same
+distribution, so an untrained head ranks them about at chance, and the reward, read at
+the last token, must compare the completion with the prompt. Held-out pairs come from a
+separate file."""
 
 from __future__ import annotations
 
 import json
 import random
+import string
 
 import pytest
 import torch
@@ -18,13 +21,18 @@ from rlvr.verifiers.registry import get_verifier
 from rlvr.verifiers.reward_model.scoring import META_FILE
 
 
+def _word(rng: random.Random) -> str:
+    return "".join(rng.choice(string.ascii_lowercase[:8]) for _ in range(3))
+
+
 def _pairs(n: int, seed: int) -> list[dict]:
     rng = random.Random(seed)
     rows = []
     for _ in range(n):
-        a, b = rng.randint(10, 99), rng.randint(10, 99)
-        rows.append({"prompt": f"{a}+{b}=", "chosen": f"yes {rng.randint(0, 999)}",
-                     "rejected": f"no {rng.randint(0, 999)}"})
+        word, other = _word(rng), _word(rng)
+        while other == word:
+            other = _word(rng)
+        rows.append({"prompt": f"{word}=", "chosen": word, "rejected": other})
     return rows
 
 
@@ -37,7 +45,7 @@ def _write(path, rows):
 def trained(tmp_path_factory):
     """One rm-train run on the tiny model: (run dir, its printed summary)."""
     root = tmp_path_factory.mktemp("rm")
-    train = _write(root / "train.jsonl", _pairs(192, seed=1))
+    train = _write(root / "train.jsonl", _pairs(256, seed=1))
     held = _write(root / "held.jsonl", _pairs(64, seed=2))
     out = root / "run"
     import contextlib
@@ -46,7 +54,7 @@ def trained(tmp_path_factory):
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
         code = main(["rm-train", f"data.path={train}", f"data.eval_path={held}",
-                     "train.epochs=2", "train.batch_size=16", "train.lr=1e-3",
+                     "train.epochs=8", "train.batch_size=16", "train.lr=1e-3",
                      "train.max_length=64", "model.threads=1", "--quiet",
                      "--run-dir", str(out)])
     assert code == 0
@@ -56,12 +64,13 @@ def trained(tmp_path_factory):
 def test_rm_train_raises_held_out_pairwise_accuracy(trained):
     run, summary = trained
     before, after = summary["accuracy_before"], summary["accuracy_after"]
-    assert after >= 0.95, summary
+    # measured: 0.59 -> 1.0 (seed 0); chance is 0.5
+    assert after >= 0.9, summary
     assert after - before >= 0.3, summary
     meta = json.loads((run / "model" / META_FILE).read_text())
     assert meta["prompt_style"] == "plain"  # the tiny tokenizer has no chat template
     assert meta["eval"]["after"]["accuracy"] == after and meta["stats"]["std"] > 0
-    assert meta["train"]["steps"] == 2 * 192 // 16
+    assert meta["train"]["steps"] == 8 * 256 // 16
 
 
 def _independent_reward(model, tokenizer, text: str) -> float:
@@ -92,8 +101,8 @@ def test_verifier_scores_match_an_independent_forward(trained):
     tokenizer = AutoTokenizer.from_pretrained(directory)
     rows = _pairs(4, seed=4)
     # lengths differ, so the batch is padded: padding must not change a reward
-    prompts = [r["prompt"] for r in rows] + ["7+5=", "12+30="]
-    completions = [r["chosen"] for r in rows] + ["12", "no 4242424"]
+    prompts = [r["prompt"] for r in rows] + ["abc=", "7+5="]
+    completions = [r["chosen"] for r in rows] + ["abcabcabc", "12"]
     verifier = get_verifier("reward_model", model=directory, batch_size=8)
     verdicts = verifier.verify_batch(completions, prompts)
     for prompt, completion, verdict in zip(prompts, completions, verdicts):
@@ -111,7 +120,7 @@ def test_standard_normalisation_uses_the_saved_statistics(trained):
     stats = json.loads((trained[0] / "model" / META_FILE).read_text())["stats"]
     verifier = get_verifier("reward_model", model=directory, normalization="standard",
                             pass_threshold=0.9)
-    verdict = verifier.verify("yes 17", None, prompt="3+4=")
+    verdict = verifier.verify("abd", None, prompt="abc=")
     z = (verdict.details["raw"] - stats["mean"]) / stats["std"]
     assert verdict.details["normalised"] == pytest.approx(z)
     assert verdict.passed == (verdict.score >= 0.9)
@@ -137,10 +146,10 @@ def test_rlvr_verify_loads_the_model_in_its_worker(trained, capsys):
     """The pool path: a worker process loads the model itself and scores the same."""
     directory = str(trained[0] / "model")
     code = main(["verify", "reward_model", "--options", json.dumps({"model": directory}),
-                 "--reference", "", "--prompt", "3+4=", "--completion", "yes 17"])
+                 "--reference", "", "--prompt", "abc=", "--completion", "abc"])
     assert code == 0
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    direct = get_verifier("reward_model", model=directory).verify("yes 17", None,
-                                                                prompt="3+4=")
+    direct = get_verifier("reward_model", model=directory).verify("abc", None,
+                                                                prompt="abc=")
     assert line["reason"] == "scored"
     assert line["details"]["raw"] == pytest.approx(direct.details["raw"], abs=1e-4)

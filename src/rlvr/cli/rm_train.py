@@ -36,7 +36,7 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rlvr.config import ConfigError, describe_config, load_config, save_config
+    from rlvr.config import ConfigError, describe_config, load_config
     from rlvr.data.loading import DataError
     from rlvr.models.resolve import ModelNotFound
     from rlvr.training.rm_config import RMTrainConfig
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     try:
         train, held_out = _pairs(cfg)
-        return _train(cfg, args, train, held_out, save_config)
+        return _train(cfg, args, train, held_out)
     except DataError as exc:
         print(f"rlvr rm-train: data error: {exc}", file=sys.stderr)
         return EXIT_DATA
@@ -70,8 +70,8 @@ def _pairs(cfg: Any) -> tuple[list, list]:
     return split_held_out(pairs, cfg.data.eval_fraction, cfg.seed)
 
 
-def _train(cfg: Any, args: argparse.Namespace, train: list, held_out: list,
-           save_config: Any) -> int:
+def _train(cfg: Any, args: argparse.Namespace, train: list, held_out: list) -> int:
+    from rlvr.config import save_config
     from rlvr.runs import Progress, RunDir, default_run_dir
     from rlvr.training.reward_model import (load_reward_backbone, save_reward_model,
                                             total_steps, train_reward_model)

@@ -139,11 +139,11 @@ def train_steps(model: Any, tokenizer: Any, texts: PairTexts, cfg: RMTrainingCon
         if cfg.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         optimizer.step()
-        on_step({"step": step, "loss": float(loss),
+        on_step({"step": step, "loss": loss.item(),
                  "accuracy": pairwise_accuracy(chosen.detach(), rejected.detach()),
                  "time/step": time.perf_counter() - t0})
     model.eval()
-    return {"steps": len(batches), "loss": float(loss),
+    return {"steps": len(batches), "loss": loss.item(),
             "seconds": time.perf_counter() - began}
 
 
