@@ -65,13 +65,14 @@ def main() -> None:
     command = [sys.executable, "-m", "rlvr", "rm-train", f"model.path={args.model}",
                f"data.path={root / 'train.jsonl'}", f"data.eval_path={root / 'held.jsonl'}",
                f"train.epochs={args.epochs}", f"train.batch_size={args.batch_size}",
-               f"train.lr={args.lr}", "train.max_length=128", "--run-dir", run_dir]
+               f"train.lr={args.lr}", "train.max_length=128", "--log-every", "8",
+               "--run-dir", run_dir]
     began = time.perf_counter()
-    out = subprocess.run(command, check=True, capture_output=True, text=True)
+    # its progress lines go straight to our stderr; its summary line comes back
+    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
     wall = time.perf_counter() - began
     summary = json.loads(out.stdout.strip().splitlines()[-1])
     meta = json.loads((Path(run_dir) / "model" / "rlvr_reward_model.json").read_text())
-    print(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "", file=sys.stderr)
     print(json.dumps({"wall_s": round(wall, 1), **summary, "eval": meta["eval"]}))
     print(f"rm: held-out pairwise accuracy {summary['accuracy_before']:.3f} -> "
           f"{summary['accuracy_after']:.3f} ({meta['eval']['after']['pairs']} pairs), "

@@ -153,3 +153,33 @@ def test_rlvr_verify_loads_the_model_in_its_worker(trained, capsys):
                                                                 prompt="abc=")
     assert line["reason"] == "scored"
     assert line["details"]["raw"] == pytest.approx(direct.details["raw"], abs=1e-4)
+
+
+def test_rlvr_train_scores_with_the_reward_model_in_process(trained, tmp_path, monkeypatch):
+    """reward.verifier=reward_model: every step's completions are scored in the trainer's
+    process, batched, on the policy's device; none go to the worker processes."""
+    from train_helpers import tiny_config
+
+    from rlvr.training.run import train
+    from rlvr.verifiers.reward_model.verifier import RewardModelVerifier
+
+    calls = []
+    real = RewardModelVerifier.verify_batch
+
+    def spy(self, completions, prompts):
+        calls.append((len(completions), self.options.device))
+        return real(self, completions, prompts)
+
+    monkeypatch.setattr(RewardModelVerifier, "verify_batch", spy)
+    directory = str(trained[0] / "model")
+    train(tiny_config("steps=2", "checkpoint_every=0", "reward.verifier=reward_model",
+                      f"reward.options.model={directory}"), tmp_path / "run")
+    lines = [json.loads(line) for line in
+             (tmp_path / "run" / "rollouts.jsonl").read_text().splitlines()]
+    assert len(lines) == 2 * 4 * 2  # steps x prompts x samples
+    assert all(line["verdict"]["reason"] == "scored" for line in lines)
+    # the reward tensor is float32
+    assert all(line["reward"] == pytest.approx(line["verdict"]["score"], abs=1e-6)
+               for line in lines)
+    # a step's 8 completions in one call, on the policy's device
+    assert (8, "cpu") in calls and all(device == "cpu" for _, device in calls)
