@@ -183,3 +183,16 @@ def test_rlvr_train_scores_with_the_reward_model_in_process(trained, tmp_path, m
                for line in lines)
     # a step's 8 completions in one call, on the policy's device
     assert (8, "cpu") in calls and all(device == "cpu" for _, device in calls)
+
+
+def test_without_eval_path_whole_prompts_are_held_out(tmp_path, capsys):
+    rows = [dict(r, prompt=f"{i % 20:02d}=") for i, r in enumerate(_pairs(100, seed=5))]
+    path = _write(tmp_path / "pairs.jsonl", rows)
+    code = main(["rm-train", f"data.path={path}", "data.eval_fraction=0.2",
+                 "train.max_steps=2", "train.max_length=32", "model.threads=1", "--quiet",
+                 "--run-dir", str(tmp_path / "run")])
+    assert code == 0
+    meta = json.loads((tmp_path / "run" / "model" / META_FILE).read_text())
+    held, trained_pairs = meta["eval"]["after"]["pairs"], meta["train"]["pairs"]
+    assert held + trained_pairs == 100 and held % 5 == 0 and 20 <= held <= 25
+    assert meta["train"]["steps"] == 2
