@@ -1,6 +1,7 @@
 """Pure tensor pieces of RLVR algorithms: advantages, policy losses, loss terms,
 aggregation, KL, entropy, log-probs, dynamic sampling, overlong handling, sampler/trainer
-mismatch and its importance-sampling corrections.
+mismatch and its importance-sampling corrections, and the Bradley-Terry preference loss
+of reward models.
 
 Imports nothing from training/rollout/cli and no models; usable alone (TRL, verl, a
 notebook). Shape conventions: P prompts x G samples for rewards/advantages ([P, G]);
@@ -21,6 +22,7 @@ from rlvr.algorithms.kl import (KL_ESTIMATORS, kl_k1, kl_k2, kl_k3, kl_reward_pe
 from rlvr.algorithms.logprobs import token_logprobs
 from rlvr.algorithms.loss_terms import EntropyBonus, KLPenalty, LossTerm, TermInputs
 from rlvr.algorithms.overlong import mask_truncated, soft_overlong_penalty
+from rlvr.algorithms.preference import bradley_terry_loss, pairwise_accuracy
 from rlvr.algorithms.policy_loss import (GSPO, POLICY_LOSSES, PolicyLoss, PolicyLossOutput,
                                          PPOClip, clipped_surrogate, sequence_log_ratio)
 from rlvr.algorithms.rollout_correction import (ROLLOUT_CORRECTIONS, CorrectionOutput,
@@ -39,9 +41,11 @@ __all__ = [
     "ReinforcePP", "ReinforcePPBaseline", "RolloutCorrection", "RowLogits",
     "SequenceMaskedIS", "SequenceMean", "SequenceTruncatedIS", "TermInputs", "TokenMean",
     "TruncatedIS",
-    "advantage_estimator", "clipped_surrogate", "kl_estimator", "kl_k1", "kl_k2", "kl_k3",
+    "advantage_estimator", "bradley_terry_loss", "clipped_surrogate", "kl_estimator",
+    "kl_k1", "kl_k2", "kl_k3",
     "kl_reward_per_sequence", "kl_reward_to_go", "loss_aggregation", "mask_truncated",
-    "masked_mean", "masked_whiten", "mismatch_stats", "nonconstant_groups", "policy_loss",
+    "masked_mean", "masked_whiten", "mismatch_stats", "nonconstant_groups", "pairwise_accuracy",
+    "policy_loss",
     "rollout_correction", "sequence_log_ratio",
     "soft_overlong_penalty", "token_entropy", "token_logprobs", "token_logprobs_and_entropy",
     "weighted_sum",

@@ -15,6 +15,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("rlvr.cli.verify", "check completions against references (JSONL batch or one-off)"),
     "train": ("rlvr.cli.train", "RLVR training (no arguments: the embedded arithmetic demo)"),
     "sft": ("rlvr.cli.sft", "supervised warm-start on worked examples"),
+    "rm-train": ("rlvr.cli.rm_train", "train a Bradley-Terry reward model on preference "
+                 "pairs (for the reward_model verifier)"),
     "merge-lora": ("rlvr.cli.merge_lora", "merge a LoRA adapter into its base model"),
     "import-model": ("rlvr.cli.import_model", "import a GGUF file or packaged model as an HF dir"),
     "eval": ("rlvr.cli.eval", "measure a model or checkpoint: greedy accuracy, pass@k, maj@k"),

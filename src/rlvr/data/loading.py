@@ -100,6 +100,14 @@ def load_records(path: str | Path, mapping: FieldMapping | None = None,
     return records
 
 
+def read_rows(path: str | Path) -> Iterator[tuple[str, int, Any]]:
+    """(where, position, row) for every row of a JSONL/JSON/Parquet file or datasets dir,
+    `where` naming the file and line (or row) for error messages; DataError on a
+    missing file, an unknown format or malformed JSON. For row shapes other than task
+    records (rlvr rm-train's preference pairs)."""
+    return _rows(Path(path))
+
+
 def _rows(path: Path) -> Iterator[tuple[str, int, Any]]:
     if not path.exists():
         raise DataError(f"{path}: no such file or directory")

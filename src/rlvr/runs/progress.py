@@ -23,7 +23,8 @@ BAR = "{desc} {n_fmt}/{total_fmt} |{bar}| "  # then the numbers (tqdm's postfix 
 # metrics key -> (label, format) for the numbers a step shows when it has them: the
 # headline ones of an RL step or (by label) another phase's, then the details of a line
 HEADLINE_FIELDS = {"step": (("reward/mean", "reward", ".3f"), ("accuracy", "acc", ".3f")),
-                   "sft": (("loss", "loss", ".4f"),)}
+                   "sft": (("loss", "loss", ".4f"),),
+                   "rm": (("loss", "loss", ".4f"), ("accuracy", "acc", ".3f"))}
 DETAIL_FIELDS = (("response_length/mean", "len", ".1f"), ("kl", "kl", ".4f"),
                  ("entropy", "ent", ".3f"), ("clip_frac", "clip", ".3f"),
                  ("grad_norm", "gnorm", ".2f"))

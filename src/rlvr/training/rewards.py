@@ -3,6 +3,7 @@ summarise them for metrics (mean, accuracy, per-component means)."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any, Iterable, Sequence
 
@@ -15,6 +16,7 @@ from rlvr.config import ConfigError
 from rlvr.training.config import RewardConfig, backend_problem
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import BatchVerifier, Case, VerifierPool
+from rlvr.verifiers.registry import get_verifier, spec_for
 
 
 def check_reward_backend(reward: RewardConfig) -> None:
@@ -73,6 +75,64 @@ def verify_groups(pool: BatchVerifier, records: Sequence[TaskRecord],
     flat = pool.verify(cases)
     size = len(groups[0]) if groups else 0
     return [flat[i * size:(i + 1) * size] for i in range(len(groups))]
+
+
+class LocalScoring:
+    """A BatchVerifier that scores the items of in-process verifiers (a reward model)
+    itself, batched, on `device` (the policy's), and hands every other item to `pool`
+    (worker processes, Ray, servers). The trainer wraps its pool in one, so training
+    steps and held-out evaluations both score reward models here, with one copy of the
+    weights, instead of one copy per worker."""
+
+    def __init__(self, pool: BatchVerifier, device: torch.device | str | None = None) -> None:
+        self.pool, self.device = pool, device
+
+    @property
+    def restarts(self) -> int:
+        return self.pool.restarts
+
+    def verify(self, cases: Sequence[Case]) -> list[Verdict]:
+        return verify_cases(self.pool, cases, self.device)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> "LocalScoring":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def verify_cases(pool: BatchVerifier, cases: Sequence[Case],
+                 device: torch.device | str | None = None) -> list[Verdict]:
+    """Verdicts in order: in-process verifiers' cases scored here in one batch per
+    (verifier, options), on `device` when given; every other case through `pool`."""
+    local: dict[str, list[int]] = defaultdict(list)  # (verifier, options) key -> indices
+    for index, c in enumerate(cases):
+        if _in_process(c.verifier):
+            local[json.dumps([c.verifier, c.options], sort_keys=True, default=str)
+                  ].append(index)
+    results: list[Verdict | None] = [None] * len(cases)
+    for indices in local.values():
+        first = cases[indices[0]]
+        extra = {"device": str(device)} if device is not None else {}
+        scorer: Any = get_verifier(first.verifier, **{**first.options, **extra})
+        verdicts = scorer.verify_batch([cases[i].completion for i in indices],
+                                       [cases[i].prompt for i in indices])
+        for i, verdict in zip(indices, verdicts):
+            results[i] = verdict
+    rest = [i for i, v in enumerate(results) if v is None]
+    for i, verdict in zip(rest, pool.verify([cases[i] for i in rest]) if rest else []):
+        results[i] = verdict
+    return [v for v in results if v is not None]
+
+
+def _in_process(name: str) -> bool:
+    try:
+        return spec_for(name).in_process
+    except KeyError:  # an unknown name: the pool answers with an error verdict naming it
+        return False
 
 
 def reward_tensor(verdicts: Sequence[Sequence[Verdict]], lengths: torch.Tensor,

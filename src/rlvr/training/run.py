@@ -44,7 +44,7 @@ from rlvr.training.memory import retain_freed_memory
 from rlvr.training.optim import allocate_state, build_optimizer, build_scheduler
 from rlvr.training.prompt_order import PromptOrder
 from rlvr.training.resume import check_resumable
-from rlvr.training.rewards import check_reward_backend, verifier_pool
+from rlvr.training.rewards import LocalScoring, check_reward_backend, verifier_pool
 from rlvr.training.setup import (check_model_path, engine_options, load_data, load_policy,
                                  prompt_renderer)
 from rlvr.training.sft import supervised_warmstart
@@ -99,7 +99,9 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
                                     tokenizer, renderer.render, train_records)
         verifiers = ({cfg.reward.verifier} if cfg.reward.verifier
                      else {r.verifier for r in train_records})
-        with verifier_pool(cfg.reward, preload=sorted(verifiers)) as pool:
+        with verifier_pool(cfg.reward, preload=sorted(verifiers)) as workers:
+            # reward models score here, on the policy's device (rlvr.training.rewards)
+            pool = LocalScoring(workers, next(model.parameters()).device)
             plan = eval_plan(cfg)
             evaluate_now = lambda: evaluate(engine, renderer, pool, held_out,  # noqa: E731
                                             verifier=cfg.reward.verifier,

@@ -24,6 +24,10 @@ class VerifierSpec:
     target: str | Callable[..., Verifier]  # "module:attr" or a factory
     timeout_s: float = 5.0
     description: str = ""
+    # Scored in the calling process, in batches, through `verify_batch(completions,
+    # prompts)` instead of one item per worker process: a model scorer (reward_model),
+    # whose weights should be loaded once, on the trainer's device (rlvr.training.rewards).
+    in_process: bool = False
 
 
 # name -> spec. Add a line here when a built-in verifier lands.
@@ -46,6 +50,11 @@ _BUILTINS: dict[str, VerifierSpec] = {
     "judge": VerifierSpec("rlvr.verifiers.judge:JudgeVerifier", 120.0,
                           "rubric grading by an OpenAI-compatible chat model (options: "
                           "base_url, model)"),
+    # 120 s in a worker: the first item loads the model
+    "reward_model": VerifierSpec("rlvr.verifiers.reward_model:RewardModelVerifier", 120.0,
+                                 "a Bradley-Terry reward model from `rlvr rm-train` scores "
+                                 "the completion (options: model, normalization)",
+                                 in_process=True),
 }
 
 _REGISTERED: dict[str, VerifierSpec] = {}
