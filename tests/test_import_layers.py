@@ -28,7 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "models": {"config"},
     "adapters": {"verifiers", "serve"},
     "audit": {"runs"},
-    "view": {"audit", "runs"},
+    "view": {"audit", "runs", "serve.listen"},
     "serve": {"verifiers"},
     "algorithms": set(),
     "distributed": set(),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 from typing import Callable
 
+from rlvr.serve.listen import bind as listen_on
 from rlvr.serve.app import ServeDependencyError, build_app
 from rlvr.serve.grader import Grader
 from rlvr.serve.settings import ServeSettings
@@ -14,17 +15,9 @@ from rlvr.serve.stats import Stats
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """The listening socket; port 0 picks a free one (getsockname says which)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    sock.listen(1024)
-    return sock
+    """The listening socket (rlvr.serve.listen.bind); backlog 1024: many trainers'
+    batches queue here."""
+    return listen_on(host, port, backlog=1024)
 
 
 def serve(settings: ServeSettings, sock: socket.socket,

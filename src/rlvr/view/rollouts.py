@@ -61,16 +61,7 @@ class RolloutsFile:
         if size == 0:
             return 0
         with open(self.path, "rb") as handle:
-            position = size
-            while position > 0:
-                start = max(0, position - READ_BLOCK)
-                handle.seek(start)
-                block = handle.read(position - start)
-                cut = block.rfind(b"\n")
-                if cut >= 0:
-                    return start + cut + 1
-                position = start
-        return 0
+            return _after_last_newline(handle, size)
 
     def partial_tail(self) -> int:
         """Bytes after the last newline (a line cut by a crash mid-write); 0 when none."""
@@ -186,15 +177,19 @@ def _next_line_start(handle: Any, position: int, end: int) -> int:
 
 def _line_start_before(handle: Any, position: int) -> int:
     """Start of the line that ends just before `position` (a line start)."""
-    cursor = position - 1  # the newline ending that line
-    while cursor > 0:
-        start = max(0, cursor - READ_BLOCK)
+    return _after_last_newline(handle, position - 1)  # skip the newline ending that line
+
+
+def _after_last_newline(handle: Any, end: int) -> int:
+    """The offset just after the last newline in bytes [0, end); 0 when there is none.
+    Reads backwards a block at a time, so only the tail of a big file is touched."""
+    while end > 0:
+        start = max(0, end - READ_BLOCK)
         handle.seek(start)
-        block = handle.read(cursor - start)
-        cut = block.rfind(b"\n")
+        cut = handle.read(end - start).rfind(b"\n")
         if cut >= 0:
             return start + cut + 1
-        cursor = start
+        end = start
     return 0
 
 

@@ -23,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlvr.serve.listen import bind as listen_on
 from rlvr.view.attempts import StrictCurve, follow_prompt, group_attempts, search_prompts
 from rlvr.view.page import (ViewDependencyError, finite, plotly_js_path, served_page,
                             static_text)
@@ -147,18 +148,8 @@ def _json_param(request: Any, name: str) -> Any:
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """The listening socket, bound before anything else starts: a port in use is a clear
-    error at once, and port 0 picks a free one (the URL printed says which)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    sock.listen(128)
-    return sock
+    """The listening socket (rlvr.serve.listen.bind); backlog 128: one person's browser."""
+    return listen_on(host, port, backlog=128)
 
 
 def serve(runs: Runs, sock: socket.socket, title: str, refresh_s: float) -> None:
