@@ -164,3 +164,40 @@ def test_a_bad_plan_fails_before_the_greedy_pass(pool, plan):
     with pytest.raises(ValueError):
         held_out_eval(engine, RENDER, pool, RECORDS, plan)
     assert engine.calls == []  # nothing was generated
+
+
+def test_bad_eval_verifier_is_named_before_anything_runs():
+    with pytest.raises(ConfigError, match="eval.verifier.*unknown verifier 'no_such'"):
+        load_config(TrainConfig, overrides=["eval.verifier=no_such"])
+    with pytest.raises(ConfigError, match="eval.options.*needs eval.verifier"):
+        load_config(TrainConfig, overrides=["eval.options={x: 1}"])
+
+
+class EveryAnswerPasses:
+    """A held-out grader unlike the training reward: it passes everything, with its own
+    reason, so the answers' files show which verifier graded them."""
+
+    name = "every_answer_passes"
+
+    def check_reference(self, reference):
+        return None
+
+    def verify(self, completion, reference):
+        from rlvr.verifiers.base import Verdict
+        return Verdict.correct("graded_by_eval_verifier")
+
+
+def test_eval_verifier_grades_held_out_answers_and_the_reward_grades_training(tmp_path):
+    cfg = tiny_config("steps=1", "data.eval_size=4", "checkpoint_every=0",
+                      "eval.verifier=test_train_eval_schedule:EveryAnswerPasses")
+    summary = train(cfg, tmp_path / "run")
+    evals = _lines(tmp_path / "run" / "evals.jsonl")
+    assert [e["greedy/accuracy"] for e in evals] == [1.0, 1.0]
+    for step in (0, 1):
+        answers = _lines(tmp_path / "run" / "evals" / f"step-{step:06d}.jsonl")
+        assert [a["reason"] for a in answers] == ["graded_by_eval_verifier"] * 4
+    # training attempts were graded by the run's reward (exact), not by the eval grader
+    attempts = _lines(tmp_path / "run" / "rollouts.jsonl")
+    assert attempts and all(a["verdict"]["reason"] != "graded_by_eval_verifier"
+                            for a in attempts)
+    assert summary["eval"]["after"]["accuracy"] == 1.0

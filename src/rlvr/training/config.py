@@ -16,13 +16,33 @@ from typing import Any, Literal
 from rlvr.config import ConfigError, Named
 from rlvr.data.loading import FieldMapping
 from rlvr.models.lora import LoraConfig
+from rlvr.training.config_fields import _doc
 
+# the sections kept in their own modules, importable from here as before
+from rlvr.training.config_reward import RewardConfig, backend_problem
+from rlvr.training.config_run import DistributedConfig, EvalConfig, LoggingConfig
 
-def _doc(help_text: str, choices: tuple[str, ...] = (), **kwargs):
-    """A field with its help text; `choices` lists the accepted values of a field typed
-    as a plain string (a Literal's values are listed by `--describe` on their own)."""
-    metadata = {"help": help_text, **({"choices": choices} if choices else {})}
-    return field(metadata=metadata, **kwargs)
+__all__ = [
+    "AlgorithmConfig",
+    "ArithmeticConfig",
+    "DataConfig",
+    "DistributedConfig",
+    "EvalConfig",
+    "LoggingConfig",
+    "ModelConfig",
+    "OptimConfig",
+    "PromptConfig",
+    "RewardConfig",
+    "SFTConfig",
+    "SamplingConfig",
+    "TinyModelConfig",
+    "TrainConfig",
+    "UpdateConfig",
+    "VLLMConfig",
+    "backend_problem",
+    "check_distributed",
+    "check_engine_and_path",
+]
 
 
 @dataclass
@@ -183,94 +203,12 @@ class SamplingConfig:
         if self.generation_shards < 1 or self.prompts_per_step % self.generation_shards:
             raise ConfigError(f"must be >= 1 and divide prompts_per_step="
                               f"{self.prompts_per_step}", "generation_shards")
-        from rlvr.rollout.factory import engine_names  # names only: no engine is imported
+        from rlvr.rollout.factory import (
+            engine_names,  # names only: no engine is imported
+        )
         if self.engine not in engine_names():
             raise ConfigError(f"unknown engine {self.engine!r} (known: "
                               f"{', '.join(engine_names())})", "engine")
-
-
-@dataclass
-class RewardConfig:
-    verifier: str = _doc("verifier for every record (registry name or module:Class); empty "
-                         "= each record's own", default="")
-    options: dict[str, Any] = _doc("options for reward.verifier, e.g. a composite's "
-                                   "{components: [...]}; records' own options otherwise",
-                                   default_factory=dict)
-    workers: int = _doc("verifier workers: processes, or Ray actors of 1 CPU each with "
-                        "backend=ray (0 = every core; with ray, the CPUs Ray has free)",
-                        default=0)
-    backend: Literal["process", "ray", "remote"] = _doc(
-        "where verifiers run: process = worker processes on this machine; ray = Ray "
-        "actors spread over a Ray cluster's CPU nodes (needs `pip install 'rlvr[ray]'`; "
-        "rlvr.verifiers.ray_pool); remote = `rlvr serve` servers (reward.remote_urls; "
-        "rlvr.serve.remote_pool). Same verdicts, time limits and crash handling",
-        default="process")
-    ray_address: str = _doc("backend=ray: the Ray cluster to join, e.g. ray://head:10001 "
-                            "or auto (\"\" = RAY_ADDRESS, else a `ray start` cluster on "
-                            "this machine, else a new local Ray). A process that already "
-                            "called ray.init keeps its Ray", default="")
-    remote_urls: list[str] = _doc("backend=remote: the `rlvr serve` servers, e.g. "
-                                  "[http://cpu-1:8000, http://cpu-2:8000]; batches go to "
-                                  "the least loaded", default_factory=list)
-    remote_token: str = _doc("backend=remote: the servers' shared token (\"\" = "
-                             "$RLVR_SERVE_TOKEN, which keeps it out of config.yaml)",
-                             default="")
-    timeout_s: float | None = _doc("per-item limit in seconds (null = the verifier's own)",
-                                   default=None)
-    overlong: Literal["none", "mask", "soft"] = _doc(
-        "truncated completions: none, mask (no loss on them), soft (DAPO length penalty)",
-        default="none")
-    overlong_buffer: int = _doc("soft penalty: tokens before max_new_tokens where the "
-                                "penalty ramps from 0 to -1", default=4)
-
-    def validate(self) -> None:
-        problem = backend_problem(self)
-        if problem:
-            raise ConfigError(*problem)
-        # Options a verifier can check here (the code verifier's packages), before any
-        # model is built. Only for workers on this machine: servers and Ray nodes have
-        # their own installs, and their verdicts name what they lack.
-        if self.verifier and self.backend == "process":
-            from rlvr.verifiers.registry import check_options
-            try:
-                check_options(self.verifier, self.options)
-            except ValueError as exc:
-                raise ConfigError(str(exc), "options") from None
-
-
-def backend_problem(reward: RewardConfig) -> tuple[str, str] | None:
-    """Why `reward`'s verifier backend cannot run here, and the field to blame (None: it
-    can). Checked when the config loads and again before a run starts, so a missing Ray
-    fails before any model is built. (Whether remote servers answer is checked before
-    the run starts too, in rlvr.training.rewards, not here: loading a config makes no
-    network calls.)"""
-    if reward.backend != "ray" and reward.ray_address:
-        return "needs backend=ray", "ray_address"
-    if reward.backend != "remote" and reward.remote_urls:
-        return "needs backend=remote", "remote_urls"
-    if reward.backend == "remote":
-        return _remote_problem(reward.remote_urls)
-    if reward.backend != "ray":
-        return None
-    from rlvr.verifiers.ray_pool import ray_import_error  # imports Ray, nothing else
-
-    reason = ray_import_error()
-    if reason is None:
-        return None
-    return f"ray needs Ray installed: pip install 'rlvr[ray]' ({reason})", "backend"
-
-
-def _remote_problem(urls: list[str]) -> tuple[str, str] | None:
-    if not urls:
-        return "backend=remote needs at least one `rlvr serve` URL", "remote_urls"
-    bad = [u for u in urls if not u.startswith(("http://", "https://"))]
-    if bad:
-        return f"{bad[0]!r} is not an http:// or https:// URL", "remote_urls"
-    try:
-        import httpx  # noqa: F401
-    except ImportError as exc:
-        return f"remote needs httpx: pip install 'rlvr[serve]' ({exc})", "backend"
-    return None
 
 
 def _named(name: str, help_text: str):
@@ -410,80 +348,6 @@ class SFTConfig:
     target_template: str = _doc("completion taught for other records; fields {reference} "
                                 "and the record's metadata", default="#### {reference}")
     seed_offset: int = _doc("added to the run seed for the SFT example order", default=1)
-
-
-@dataclass
-class EvalConfig:
-    """Held-out evaluations during RL, beside the before/after ones (evals.jsonl)."""
-
-    every: int = _doc("evaluate every N RL steps (0 = not by steps)", default=0)
-    every_s: float = _doc("evaluate each time the training clock (wall time less the "
-                          "evaluations) passes a multiple of S seconds, so runs of "
-                          "different speeds compare at the same marks (0 = not by time)",
-                          default=0.0)
-    n: int = _doc("sampled answers per problem for pass@k and maj@k (0 = greedy only)",
-                  default=0)
-    ks: tuple[int, ...] = _doc("the k of pass@k and maj@k (values above n are skipped)",
-                               default=(1,))
-    temperature: float = _doc("sampling temperature of the n answers", default=1.0)
-    sample_size: int = _doc("held-out problems that get the n samples, the first ones "
-                            "(0 = all of data.eval_size); greedy covers them all", default=0)
-
-    def validate(self) -> None:
-        for name in ("every", "every_s", "n", "sample_size"):
-            if getattr(self, name) < 0:
-                raise ConfigError("must be >= 0", name)
-        if any(k < 1 for k in self.ks):
-            raise ConfigError(f"every k must be >= 1, got {list(self.ks)}", "ks")
-        if self.n and self.temperature <= 0:
-            raise ConfigError("sampling n answers needs temperature > 0", "temperature")
-
-
-@dataclass
-class LoggingConfig:
-    """Experiment trackers fed from the run's records (rlvr.runs.trackers); the run
-    directory's own files are always written."""
-
-    backends: tuple[str, ...] = _doc(
-        "trackers: jsonl (the run directory's files, always on) | tensorboard | wandb | "
-        "mlflow | trackio; each but jsonl is an extra, e.g. pip install 'rlvr[wandb]'",
-        default=("jsonl",))
-    project: str = _doc("W&B and trackio project, MLflow experiment", default="rlvr")
-    attempts_per_step: int = _doc("sampled attempts per step logged as a table (prompt, "
-                                  "completion, verdict reason, score, reward, advantage, "
-                                  "length), evenly spaced over the step's attempts; needs "
-                                  "log_rollouts (0 = none)", default=8)
-    attempts_every: int = _doc("log the attempts table every N steps", default=1)
-    wandb_mode: Literal["", "offline", "online", "disabled"] = _doc(
-        "W&B mode (\"\" = WANDB_MODE, else offline)", default="")
-    wandb_entity: str = _doc("W&B entity (\"\" = your default)", default="")
-    mlflow_tracking_uri: str = _doc("MLflow tracking URI (\"\" = MLFLOW_TRACKING_URI, else "
-                                    "sqlite:///RUN_DIR/mlflow.db inside the run)", default="")
-
-    def validate(self) -> None:
-        from rlvr.runs.trackers import tracker_problem  # names only: imports no tracker
-
-        for name in self.backends:
-            problem = tracker_problem(name)
-            if problem:
-                raise ConfigError(problem, "backends")
-        if self.attempts_per_step < 0:
-            raise ConfigError("must be >= 0 (0 = no tables)", "attempts_per_step")
-        if self.attempts_every < 1:
-            raise ConfigError("must be >= 1", "attempts_every")
-
-
-@dataclass
-class DistributedConfig:
-    """Several processes (torchrun; rlvr.distributed): FSDP2 over the ranks."""
-
-    timeout_s: float = _doc("seconds a collective may wait for the other ranks before the "
-                            "run fails (a rank that died); also the start-up wait",
-                            default=300.0)
-
-    def validate(self) -> None:
-        if self.timeout_s <= 0:
-            raise ConfigError("must be > 0", "timeout_s")
 
 
 @dataclass

@@ -28,6 +28,14 @@ def eval_plan(cfg: TrainConfig) -> EvalPlan:
                     sample_size=e.sample_size, seed=cfg.seed)
 
 
+def eval_grader(cfg: TrainConfig) -> tuple[str, dict[str, Any]]:
+    """The verifier and options held-out answers are graded with: eval.verifier when set
+    (a strict checker beside a lenient or learned reward), else the reward's."""
+    if cfg.eval.verifier:
+        return cfg.eval.verifier, cfg.eval.options
+    return cfg.reward.verifier, cfg.reward.options
+
+
 def evaluate(engine: RolloutEngine, renderer: PromptRenderer, pool: BatchVerifier,
              records: Sequence[TaskRecord], max_new_tokens: int = 0, stop: Sequence[str] = (),
              verifier: str = "", options: dict[str, Any] | None = None,

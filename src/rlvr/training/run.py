@@ -38,7 +38,8 @@ from rlvr.training.checkpoint import (OPTIMIZER_DCP, checkpoint_step, latest_che
                                       load_trainer_state, save_checkpoint, staging_dir)
 from rlvr.training.config import TrainConfig, check_distributed
 from rlvr.training.clock import TrainingClock
-from rlvr.training.evaluate import EvalSchedule, HeldOutLog, eval_plan, evaluate
+from rlvr.training.evaluate import (EvalSchedule, HeldOutLog, eval_grader, eval_plan,
+                                    evaluate)
 from rlvr.training.loop import Trainer, rl_step
 from rlvr.training.memory import retain_freed_memory
 from rlvr.training.optim import allocate_state, build_optimizer, build_scheduler
@@ -98,14 +99,14 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         update = choose_update_path(plain_update(cfg) if dist.active else cfg, model, engine,
                                     tokenizer, renderer.render, train_records)
         verifiers = ({cfg.reward.verifier} if cfg.reward.verifier
-                     else {r.verifier for r in train_records})
+                     else {r.verifier for r in train_records}) | ({cfg.eval.verifier} - {""})
         with verifier_pool(cfg.reward, preload=sorted(verifiers)) as workers:
             # reward models score here, on the policy's device (rlvr.training.rewards)
             pool = LocalScoring(workers, next(model.parameters()).device)
             plan = eval_plan(cfg)
+            grader = eval_grader(cfg)
             evaluate_now = lambda: evaluate(engine, renderer, pool, held_out,  # noqa: E731
-                                            verifier=cfg.reward.verifier,
-                                            options=cfg.reward.options, plan=plan,
+                                            verifier=grader[0], options=grader[1], plan=plan,
                                             display=progress)
             log_eval = HeldOutLog(evaluate_now, run, TrainingClock(), wall_origin=started)
             log_eval.on_row = trackers.log_evals  # each evals.jsonl line, to the trackers too

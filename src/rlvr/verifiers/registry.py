@@ -34,6 +34,9 @@ class VerifierSpec:
 _BUILTINS: dict[str, VerifierSpec] = {
     "math": VerifierSpec("rlvr.verifiers.math.verifier:MathVerifier", 5.0,
                          "final-answer equivalence for math (boxed, ####, 'Answer:')"),
+    "math_verify": VerifierSpec("rlvr.verifiers.math_verify:MathVerifyVerifier", 5.0,
+                                "math-verify's defaults: lenient (pays `6 * 75` for 450); "
+                                "for comparisons and bench_hacking, not for training"),
     "exact": VerifierSpec("rlvr.verifiers.exact:ExactVerifier", 2.0,
                           "the final answer equals the reference string (numbers by value)"),
     "ifeval": VerifierSpec("rlvr.verifiers.ifeval:IfevalVerifier", 10.0,  # cold start loads models
