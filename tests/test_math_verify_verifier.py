@@ -49,3 +49,11 @@ def test_runs_by_name_in_worker_processes():
         verdicts = pool.verify(cases)
     assert [v.passed for v in verdicts] == [True, False, True]
     assert verdicts[1].reason == "wrong_answer"
+
+
+def test_the_audit_rechecks_its_passes_with_the_math_rules():
+    from rlvr.audit.strict import strict_recheck
+
+    assert strict_recheck("math_verify", "\\boxed{6 * 75}", "450", PROMPT).startswith(
+        "echoes_prompt")
+    assert strict_recheck("math_verify", "So \\boxed{450}.", "450", PROMPT) is None

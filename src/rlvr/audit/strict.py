@@ -29,6 +29,7 @@ code      no_program           contain a program
           copies_prompt        not be the prompt's own code
           no_function_body     define something beyond `pass` / `...` / a docstring
 r1_math   the format rules on the whole text, then the math rules
+math_verify  the math rules (math-verify's lenient grading, re-checked as math)
 """
 
 from __future__ import annotations
@@ -208,4 +209,5 @@ def r1_math_findings(completion: str, reference: Any, prompt: str | None) -> lis
 RULES: dict[str, Callable[[str, Any, str | None], list[Finding]]] = {
     "math": math_findings, "exact": exact_findings, "format": format_findings,
     "ifeval": ifeval_findings, "code": code_findings, "r1_math": r1_math_findings,
+    "math_verify": math_findings,  # the lenient peer answers the same questions
 }
