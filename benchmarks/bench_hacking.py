@@ -6,12 +6,13 @@ the same seed, steps and learning rate, three rewards:
   lenient  math-verify's defaults (`math_verify`), which a real project ships and which
            pays `\\boxed{6 * 75}` for 450;
   rm       a Bradley-Terry reward model (`rlvr rm-train`) trained on pairs of the strict
-           run's early attempts labelled by the strict verifier (chosen: passed;
-           rejected: failed, same prompt).
+           run's attempts labelled by the strict verifier (chosen: passed;
+           rejected: failed, same prompt; all its steps by default).
 Every held-out evaluation of every run is graded by the strict verifier (eval.verifier =
 math); the bench re-scores the same answers with the run's own reward, and re-grades
 each run's training attempts strictly. Runs go to runs/hacking-TIMESTAMP/ (view them
-with `rlvr view runs/hacking-*/strict runs/hacking-*/lenient runs/hacking-*/rm`).
+with `rlvr view runs/hacking-*/strict runs/hacking-*/lenient runs/hacking-*/rm`). A bench
+started again with the same --runs-root keeps the runs that finished.
 
     PYTHONPATH=src python benchmarks/bench_hacking.py
     PYTHONPATH=src python benchmarks/bench_hacking.py --report-only runs/hacking-...
@@ -53,8 +54,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=2e-5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = every core)")
-    p.add_argument("--rm-steps", type=int, default=20,
-                   help="the strict run's first N steps give the reward model's pairs")
+    p.add_argument("--rm-steps", type=int, default=0,
+                   help="the strict run's first N steps give the reward model's pairs "
+                        "(0 = all)")
     p.add_argument("--rm-pairs-per-prompt", type=int, default=4)
     p.add_argument("--rm-epochs", type=int, default=2)
     p.add_argument("--rm-lr", type=float, default=1e-5)
@@ -67,6 +69,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def train(root: Path, name: str, args: argparse.Namespace, *overrides: str) -> Path:
     """`rlvr train` on the shared config, its log in ROOT/NAME.log; the run dir."""
     run = root / name
+    if (run / "summary.json").is_file():  # a re-started bench keeps its finished runs
+        print(f"{name}: finished before, kept -> {run}", flush=True)
+        return run
     command = [sys.executable, "-m", "rlvr", "train", "--config", str(CONFIG), f"name={name}",
                f"steps={args.steps}", "max_seconds=0", f"seed={args.seed}",
                f"eval.every={args.eval_every}", "eval.every_s=0", "eval.n=0",
@@ -96,7 +101,7 @@ def preference_pairs(strict_run: Path, steps: int, per_prompt: int,
     `per_prompt` pairs a group, each attempt used once."""
     groups: dict[tuple[int, str], list[dict]] = {}
     for a in report.lines(strict_run / "rollouts.jsonl"):
-        if a["step"] <= steps:
+        if not steps or a["step"] <= steps:
             groups.setdefault((a["step"], a["prompt"]), []).append(a)
     rng, pairs = random.Random(seed), []
     for (_, prompt), attempts in sorted(groups.items()):
@@ -110,10 +115,13 @@ def preference_pairs(strict_run: Path, steps: int, per_prompt: int,
 
 
 def train_reward_model(root: Path, strict_run: Path, args: argparse.Namespace) -> Path:
+    run = root / "rm-train"
+    if (root / "rm-train.json").is_file():
+        print(f"rm-train: finished before, kept -> {run}", flush=True)
+        return run / "model"
     pairs = preference_pairs(strict_run, args.rm_steps, args.rm_pairs_per_prompt, args.seed)
     data = root / "rm_pairs.jsonl"
     data.write_text("".join(json.dumps(p) + "\n" for p in pairs), encoding="utf-8")
-    run = root / "rm-train"
     command = [sys.executable, "-m", "rlvr", "rm-train", f"model.path={MODEL}",
                f"model.threads={args.threads}", f"data.path={data}", "data.eval_fraction=0.15",
                f"train.epochs={args.rm_epochs}", f"train.lr={args.rm_lr}",

@@ -76,7 +76,7 @@ def training_curve(run: Path) -> list[dict[str, Any]]:
 def hacked_examples(run: Path, own: Scorer, limit: int = 4) -> list[dict[str, Any]]:
     """The last evaluation's answers the run's own reward rates highest among those the
     strict verifier fails, with the strict reason."""
-    last = sorted((run / "evals").glob("step-*.jsonl"))[-1]
+    last = max((run / "evals").glob("step-*.jsonl"))
     failed = [a for a in lines(last) if not a["passed"]]
     if not failed:
         return []
