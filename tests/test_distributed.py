@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,11 @@ def runs(tmp_path_factory):
     """One process and two ranks, STEPS steps each: full fine-tuning, LoRA, and a KL
     penalty against the reference (sharded like the policy on the ranks). Also the
     stopped runs the resume tests continue (each test resumes its own copy): step 1 of
-    RUN on two ranks ("stopped", 2) and by one process ("stopped", 1)."""
+    RUN on two ranks ("stopped", 2) and by one process ("stopped", 1).
+
+    The runs are independent subprocesses (nothing depends on timing: the same seed, the
+    same results), so two go at a time: a one-process run, or torchrun's own start-up,
+    leaves a core of the 2-core CI machine idle that the other run fills."""
     root = tmp_path_factory.mktemp("distributed")
     jobs = {}
     for name, extra in (("full", []), ("lora", ["model.lora.enabled=true"]),
@@ -77,8 +82,11 @@ def runs(tmp_path_factory):
     for ranks in (2, 1):
         jobs["stopped", ranks] = ["steps=1", *RUN]
     out = {key: root / f"{key[0]}-{key[1]}" for key in jobs}
-    for key, args in jobs.items():
-        rlvr_train(["--run-dir", str(out[key]), *args], key[1])
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        launched = [pool.submit(rlvr_train, ["--run-dir", str(out[key]), *args], key[1])
+                    for key, args in jobs.items()]
+        for job in launched:
+            job.result()  # a failed run's assertion (its stderr) surfaces here
     return out
 
 
