@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -64,16 +66,34 @@ def metrics(run: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """One process and two ranks, STEPS steps each: full fine-tuning, LoRA, and a KL
-    penalty against the reference (sharded like the policy on the ranks)."""
+    penalty against the reference (sharded like the policy on the ranks). Also the
+    stopped runs the resume tests continue (each test resumes its own copy): step 1 of
+    RUN on two ranks ("stopped", 2) and by one process ("stopped", 1).
+
+    The runs are independent subprocesses (nothing depends on timing: the same seed, the
+    same results), so two go at a time: a one-process run, or torchrun's own start-up,
+    leaves a core of the 2-core CI machine idle that the other run fills."""
     root = tmp_path_factory.mktemp("distributed")
-    out = {}
+    jobs = {}
     for name, extra in (("full", []), ("lora", ["model.lora.enabled=true"]),
                         ("kl", ["algorithm.kl_beta=0.1"])):  # the reference sharded too
         for ranks in (1, 2):
-            path = root / f"{name}-{ranks}"
-            rlvr_train(["--run-dir", str(path), f"steps={STEPS}", *RUN, *extra], ranks)
-            out[name, ranks] = path
+            jobs[name, ranks] = [f"steps={STEPS}", *RUN, *extra]
+    for ranks in (2, 1):
+        jobs["stopped", ranks] = ["steps=1", *RUN]
+    out = {key: root / f"{key[0]}-{key[1]}" for key in jobs}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        launched = [pool.submit(rlvr_train, ["--run-dir", str(out[key]), *args], key[1])
+                    for key, args in jobs.items()]
+        for job in launched:
+            job.result()  # a failed run's assertion (its stderr) surfaces here
     return out
+
+
+def stopped_copy(runs, ranks: int, path: Path) -> Path:
+    """A copy of the run stopped after step 1 on `ranks` (1 or 2), to resume at `path`."""
+    shutil.copytree(runs["stopped", ranks], path)
+    return path
 
 
 @needs_gloo
@@ -111,8 +131,7 @@ def test_two_ranks_write_one_log_with_every_ranks_attempts(runs):
 def test_resumed_two_rank_run_equals_the_uninterrupted_one(runs, tmp_path, ranks):
     """Stopped after step 1 on two ranks, resumed on `ranks` (2, or 1 process reading
     the two ranks' optimizer shards)."""
-    path = tmp_path / "resumed"
-    rlvr_train(["--run-dir", str(path), "steps=1", *RUN], 2)
+    path = stopped_copy(runs, 2, tmp_path / "resumed")  # steps=1 of RUN, on 2 ranks
     rlvr_train(["--resume", str(path), f"steps={STEPS}"], ranks)
     assert gap(weights(path, STEPS), weights(runs["full", 2], STEPS)) <= 1e-5
     assert [m["step"] for m in metrics(path)] == list(range(1, STEPS + 1))
@@ -122,8 +141,7 @@ def test_resumed_two_rank_run_equals_the_uninterrupted_one(runs, tmp_path, ranks
 def test_one_process_checkpoint_resumes_on_two_ranks(runs, tmp_path):
     """Stopped after step 1 by one process (its optimizer state a plain state dict),
     resumed on two ranks: the one-process uninterrupted run's weights."""
-    path = tmp_path / "widened"
-    rlvr_train(["--run-dir", str(path), "steps=1", *RUN], 1)
+    path = stopped_copy(runs, 1, tmp_path / "widened")  # steps=1 of RUN, by 1 process
     rlvr_train(["--resume", str(path), f"steps={STEPS}"], 2)
     assert gap(weights(path, STEPS), weights(runs["full", 1], STEPS)) <= 1e-5
     assert [m["step"] for m in metrics(path)] == list(range(1, STEPS + 1))

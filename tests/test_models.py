@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -41,7 +42,17 @@ def test_smollm2_import_matches_gguf_model(tmp_path, monkeypatch):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     monkeypatch.setenv("RLVR_CACHE", str(tmp_path))
-    result = run_cli("import-model", "smollm2-135m-instruct", timeout=600)
+    # The import (a subprocess) and the reference below (the GGUF model as transformers
+    # loads it, here) each read the GGUF file on their own, so they run at once: the
+    # reference loads while this process would otherwise only wait for the import.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        importing = pool.submit(run_cli, "import-model", "smollm2-135m-instruct",
+                                timeout=600)
+        gguf = packaged_gguf("smollm2-135m-instruct")
+        original = AutoModelForCausalLM.from_pretrained(str(gguf.parent),
+                                                        gguf_file=gguf.name,
+                                                        dtype=torch.float32)
+        result = importing.result()
     assert result.returncode == 0, result.stderr
     model_dir = result.stdout.strip().splitlines()[-1]
     assert model_dir.startswith(str(tmp_path))
@@ -49,9 +60,6 @@ def test_smollm2_import_matches_gguf_model(tmp_path, monkeypatch):
     assert "quantization_config" not in config
     imported = AutoModelForCausalLM.from_pretrained(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    gguf = packaged_gguf("smollm2-135m-instruct")
-    original = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
-                                                    dtype=torch.float32)
     ids = tokenizer("The capital of France is", return_tensors="pt").input_ids
     with torch.no_grad():
         assert torch.equal(imported(ids).logits, original(ids).logits)
