@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from rlvr.rollout.chat_schema import SchemaError, constrained_json, integer_fields
+from rlvr.rollout.http_json import send_json
 
 
 class RequestError(ValueError):
@@ -130,12 +131,7 @@ def handler_for(chat: ChatModel) -> type[BaseHTTPRequestHandler]:
             self._answer(exc.status, {"error": {"message": str(exc), "type": exc.kind}})
 
         def _answer(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, payload)
 
         def log_message(self, format: str, *args: Any) -> None:  # one short line per call
             print(f"judge-serve: {self.command} {self.path} {args[1] if len(args) > 1 else ''}",

@@ -159,7 +159,7 @@ class HFRolloutEngine:
             logits = stepper.step(token, alive)  # [b, V]
         return tokens, logprobs, lengths, reasons
 
-    def _stepper(self) -> "_CacheStepper | FastLlama":
+    def _stepper(self) -> "_CacheStepper | fast_llama.FastLlama":
         # CPU only: off the native kernel the decode forward keeps fused copies of the
         # q|k|v and gate|up weights, which a GPU should not pay for (there, transformers'
         # forward or vLLM).

@@ -27,6 +27,7 @@ import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
+from rlvr.rollout.http_json import send_json
 from rlvr.rollout.vllm_runner import RunnerSettings, VLLMLoadError, VLLMRunner
 
 
@@ -57,12 +58,7 @@ def handler_for(runner: VLLMRunner) -> type[BaseHTTPRequestHandler]:
                 self._answer(500, {"error": f"{type(exc).__name__}: {exc}"})
 
         def _answer(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, payload)
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet: one line per call
             pass

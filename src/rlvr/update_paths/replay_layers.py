@@ -109,7 +109,7 @@ class _ReplayedLayer(torch.autograd.Function):
     @once_differentiable
     def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         hidden, w_in, w_post, *rest = ctx.saved_tensors
-        weights, biases = rest[:7], rest[7:]
+        weights = rest[:7]  # rest[7:], the biases: their gradients need only the d outputs
         kept, packed = ctx.kept, ctx.packed
         wants = ctx.needs_input_grad[3:]  # w_in, w_post, 7 weights, 7 biases
         grads: list[torch.Tensor | None] = [None] * len(wants)

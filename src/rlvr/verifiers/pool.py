@@ -142,6 +142,19 @@ def _worker_entry(config: dict[str, Any]) -> None:
     _worker_main(Connection(config["fd"]), config["memory_mb"], tuple(config["preload"]))
 
 
+def item_limit(case: Case, pool_timeout_s: float | None) -> float:
+    """The wall-clock limit of one item: its own, else the pool's, else its verifier's
+    default (5 s for a name the registry does not know: the worker will name it)."""
+    if case.timeout_s is not None:
+        return case.timeout_s
+    if pool_timeout_s is not None:
+        return pool_timeout_s
+    try:
+        return spec_for(case.verifier).timeout_s
+    except KeyError:
+        return 5.0
+
+
 class VerifierPool:
     """A pool of verifier worker processes; use as a context manager or call `close()`.
 
@@ -200,14 +213,7 @@ class VerifierPool:
         return fresh
 
     def _limit(self, case: Case) -> float:
-        if case.timeout_s is not None:
-            return case.timeout_s
-        if self.timeout_s is not None:
-            return self.timeout_s
-        try:
-            return spec_for(case.verifier).timeout_s
-        except KeyError:
-            return 5.0
+        return item_limit(case, self.timeout_s)
 
     def verify(self, cases: Sequence[Case]) -> list[Verdict]:
         """Verdicts for `cases`, in order. Never raises for a bad item."""

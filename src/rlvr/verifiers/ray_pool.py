@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from rlvr.verifiers.base import Verdict
-from rlvr.verifiers.pool import Case, _check
+from rlvr.verifiers.pool import Case, _check, item_limit
 from rlvr.verifiers.registry import get_verifier, spec_for
 
 STARTUP_TIMEOUT_S = 120.0
@@ -192,14 +192,7 @@ class RayVerifierPool:
     # -- batches ----------------------------------------------------------------------------
 
     def _limit(self, case: Case) -> float:
-        if case.timeout_s is not None:
-            return case.timeout_s
-        if self.timeout_s is not None:
-            return self.timeout_s
-        try:
-            return spec_for(case.verifier).timeout_s
-        except KeyError:
-            return 5.0
+        return item_limit(case, self.timeout_s)
 
     def verify(self, cases: Sequence[Case]) -> list[Verdict]:
         """Verdicts for `cases`, in order. Never raises for a bad item."""
