@@ -46,8 +46,8 @@ MODEL = "smollm2-135m-instruct"
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=40, help="RL steps per run")
-    p.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N")
+    p.add_argument("--steps", type=int, default=20, help="RL steps per run")
+    p.add_argument("--eval-every", type=int, default=5, help="held-out evaluation every N")
     p.add_argument("--eval-size", type=int, default=100, help="held-out problems")
     p.add_argument("--prompts", type=int, default=4, help="prompts per step")
     p.add_argument("--group", type=int, default=8, help="samples per prompt")
@@ -57,10 +57,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rm-steps", type=int, default=0,
                    help="the strict run's first N steps give the reward model's pairs "
                         "(0 = all)")
-    p.add_argument("--rm-pairs-per-prompt", type=int, default=4)
-    p.add_argument("--rm-epochs", type=int, default=2)
+    p.add_argument("--rm-pairs-per-prompt", type=int, default=16)
+    p.add_argument("--rm-epochs", type=int, default=1)
     p.add_argument("--rm-lr", type=float, default=1e-5)
     p.add_argument("--runs-root", default="", help="default: runs/hacking-TIMESTAMP")
+    p.add_argument("--runs", default="strict,lenient,rm",
+                   help="which runs (two benches on one --runs-root can split them; rm "
+                        "needs strict's attempts)")
     p.add_argument("--report-only", default="", help="re-read a finished bench's runs")
     p.add_argument("--picture", default=str(REPO / "docs" / "images" / "hacking_curves.png"))
     return p.parse_args(argv)
@@ -96,9 +99,9 @@ def _env() -> dict[str, str]:
 
 def preference_pairs(strict_run: Path, steps: int, per_prompt: int,
                      seed: int) -> list[dict[str, str]]:
-    """Pairs from the strict run's first `steps` steps: in each group, an attempt the
-    strict verifier passed (chosen) against one it failed (rejected), at most
-    `per_prompt` pairs a group, each attempt used once."""
+    """Pairs from the strict run's first `steps` steps: in each group, every attempt the
+    strict verifier passed (chosen) against every one it failed (rejected), at most
+    `per_prompt` pairs a group, drawn at random."""
     groups: dict[tuple[int, str], list[dict]] = {}
     for a in report.lines(strict_run / "rollouts.jsonl"):
         if not steps or a["step"] <= steps:
@@ -107,10 +110,10 @@ def preference_pairs(strict_run: Path, steps: int, per_prompt: int,
     for (_, prompt), attempts in sorted(groups.items()):
         good = [a["completion"] for a in attempts if a["verdict"]["passed"]]
         bad = [a["completion"] for a in attempts if not a["verdict"]["passed"]]
-        rng.shuffle(good)
-        rng.shuffle(bad)
+        both = [(c, r) for c in good for r in bad]
+        rng.shuffle(both)
         pairs += [{"prompt": prompt, "chosen": c, "rejected": r}
-                  for c, r in list(zip(good, bad))[:per_prompt]]
+                  for c, r in both[:per_prompt]]
     return pairs
 
 
@@ -142,12 +145,15 @@ def run_all(args: argparse.Namespace) -> Path:
     root = Path(args.runs_root or REPO / "runs" / f"hacking-{time.strftime('%Y%m%d-%H%M%S')}")
     root.mkdir(parents=True, exist_ok=True)
     (root / "bench_args.json").write_text(json.dumps(vars(args), indent=1), encoding="utf-8")
-    # the lenient run first: the one most likely to show the lesson
-    train(root, "lenient", args, "reward.verifier=math_verify")
-    strict = train(root, "strict", args, "reward.verifier=math")
-    model = train_reward_model(root, strict, args)
-    train(root, "rm", args, "reward.verifier=reward_model",
-          f"reward.options={{model: {model}}}")
+    runs = set(args.runs.split(","))
+    if "strict" in runs or "rm" in runs:
+        strict = train(root, "strict", args, "reward.verifier=math")
+    if "rm" in runs:
+        model = train_reward_model(root, strict, args)
+        train(root, "rm", args, "reward.verifier=reward_model",
+              f"reward.options={{model: {model}}}")
+    if "lenient" in runs:
+        train(root, "lenient", args, "reward.verifier=math_verify")
     return root
 
 
