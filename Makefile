@@ -43,7 +43,8 @@ $(VLLM_VENV)/.installed: pyproject.toml
 vllm-env: $(VLLM_VENV)/.installed
 
 test-vllm: $(VLLM_VENV)/.installed
-	$(VLLM_VENV)/bin/python -m pytest -q tests/test_vllm_engine.py tests/test_vllm_server.py
+	$(VLLM_VENV)/bin/python -m pytest -q tests/test_vllm_engine.py tests/test_vllm_server.py \
+	  tests/test_vllm_judge.py
 
 # rlvr view's browser tests (tests/test_view_browser.py) drive the system's Chromium
 # through Playwright (Playwright's own browser download is not reachable here). As root
