@@ -8,7 +8,8 @@ reward model (`reward_model`, e.g. the one bench_hacking.py trained).
 
 The answers are a held-out evaluation's greedy answers (prompt, reference, completion),
 so they are what a policy writes, not made-up cases. Agreement is with `math`'s verdict
-(passed or not; the reward model passes at score >= 0.5). Each grader runs in this
+(passed or not; the reward model passes at score >= 0.5) and, free of any threshold,
+how often a strict-passed answer scores above a strict-failed one. Each grader runs in this
 process, one item at a time; the judge server runs alongside with one torch thread.
 Last line: kinds: math X/s, math_verify X/s, judge X/s (T tokens/verdict), rm X/s;
 agreement with math: ...
@@ -57,19 +58,28 @@ def start_judge(model: str, port: int, threads: int) -> subprocess.Popen:
 
 
 def grade(name: str, score: Callable[[dict], Any], items: list[dict],
-          strict: list[bool]) -> dict[str, Any]:
+          strict: list[bool] | None = None) -> dict[str, Any]:
+    """Time `score` over the items (one at a time) and compare with the strict verdicts
+    (None: this grader is the strict one). agreement: same passed/failed; ranking: the
+    chance that a strict-passed answer scores above a strict-failed one (ties half),
+    which does not depend on a pass threshold."""
     began = time.perf_counter()
     verdicts = [score(item) for item in items]
     seconds = time.perf_counter() - began
     passed = [v.passed for v in verdicts]
+    strict = passed if strict is None else strict
     judged = [v.details.get("judge") or {} for v in verdicts]
     tokens = sum(j.get("prompt_tokens", 0) + j.get("completion_tokens", 0) for j in judged)
+    good = [v.score for v, s in zip(verdicts, strict) if s]
+    bad = [v.score for v, s in zip(verdicts, strict) if not s]
+    ranking = (sum((g > b) + 0.5 * (g == b) for g in good for b in bad)
+               / (len(good) * len(bad))) if good and bad else float("nan")
     return {"name": name, "per_s": len(items) / seconds, "seconds": seconds,
             "agreement": sum(p == s for p, s in zip(passed, strict)) / len(items),
-            "passed": sum(passed), "errors": sum(v.reason in ("error", "judge_unparseable",
-                                                              "judge_unavailable")
-                                                 for v in verdicts),
-            "tokens_per_verdict": tokens / len(items)}
+            "ranking": ranking, "passed": sum(passed),
+            "errors": sum(v.reason in ("error", "judge_unparseable", "judge_unavailable")
+                          for v in verdicts),
+            "tokens_per_verdict": tokens / len(items), "verdicts": verdicts}
 
 
 def main() -> None:
@@ -83,10 +93,9 @@ def main() -> None:
     items = [json.loads(line) for line in
              Path(args.answers).read_text(encoding="utf-8").splitlines()][:args.limit]
     math = get_verifier("math")
-    strict = [run_verifier(math, i["completion"], i["reference"], i["prompt"]).passed
-              for i in items]
     rows = [grade("math", lambda i: run_verifier(math, i["completion"], i["reference"],
-                                                 i["prompt"]), items, strict)]
+                                                 i["prompt"]), items)]  # timed cold
+    strict = [v.passed for v in rows[0]["verdicts"]]
     lenient = get_verifier("math_verify")
     rows.append(grade("math_verify", lambda i: lenient.verify(i["completion"], i["reference"]),
                       items, strict))
@@ -106,11 +115,14 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+    for row in rows:
+        row.pop("verdicts")
     print(json.dumps({"answers": args.answers, "items": len(items),
                       "strict_passed": sum(strict), "rows": rows}, indent=1))
     print("kinds: " + ", ".join(f"{r['name']} {r['per_s']:.3g}/s" for r in rows)
-          + "; agreement with math: "
-          + ", ".join(f"{r['name']} {r['agreement']:.2f}" for r in rows[1:])
+          + "; agreement with math (same verdict / ranks a passed answer above a failed "
+          "one): " + ", ".join(f"{r['name']} {r['agreement']:.2f} / {r['ranking']:.2f}"
+                               for r in rows[1:])
           + f"; judge tokens/verdict {rows[-1]['tokens_per_verdict']:.0f}")
 
 

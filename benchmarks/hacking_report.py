@@ -108,7 +108,8 @@ def draw(curves: dict[str, dict[str, Any]], path: Path) -> None:
                 label="own reward (held-out)")
         ax.plot(hs, [r["strict"] for r in held], "s-", color="tab:blue",
                 label="strict accuracy (held-out)")
-        ax.set_title(f"{name}: {c['reward']}")
+        same = " (own reward = strict: one line)" if name == "strict" else ""
+        ax.set_title(f"{name}: {c['reward']}{same}", fontsize=10)
         ax.set_xlabel("RL step")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)

@@ -1,11 +1,13 @@
 """The README's screenshots of `rlvr view`, taken in the system's Chromium.
 
     python benchmarks/view_screenshots.py RUN_DIR          # e.g. the default demo's run
+    python benchmarks/view_screenshots.py --hacking runs/hacking-...   # bench_hacking's runs
 
 Writes docs/images/view_curves.png and view_attempts.png from RUN_DIR, and
 view_hacked.png (curves) and view_flagged.png (the attempts the audit flags) from a
 synthetic run in the trainer's format whose policy boxes the question's own expression
-(tests/audit_fixtures.py, modelled on issue 14's real run).
+(tests/audit_fixtures.py, modelled on issue 14's real run). With --hacking ROOT:
+docs/images/view_hacking.png, bench_hacking.py's three runs overlaid in one page.
 """
 
 from __future__ import annotations
@@ -47,12 +49,21 @@ def shoot(url: str, shots: list[tuple[str, str | None, str | None]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run", help="the run directory to show (the default demo's)")
+    parser.add_argument("run", nargs="?", help="the run directory to show (the default demo's)")
+    parser.add_argument("--hacking", help="a bench_hacking.py root: its strict, lenient and "
+                                          "rm runs in one page")
     args = parser.parse_args()
     from audit_fixtures import write_run
     from view_helpers import served
 
     IMAGES.mkdir(parents=True, exist_ok=True)
+    if args.hacking:
+        root = Path(args.hacking)
+        with served(root / "strict", root / "lenient", root / "rm") as url:
+            shoot(url, [("view_hacking.png", None, None)])
+        return 0
+    if not args.run:
+        parser.error("give RUN (or --hacking ROOT)")
     with served(Path(args.run)) as url:
         shoot(url, [("view_curves.png", None, None),
                     ("view_attempts.png", "#attempts-section", None)])

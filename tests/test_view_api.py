@@ -154,3 +154,28 @@ def test_the_page_and_its_static_files_are_served(hacked_run):
         assert response.status_code == 200 and kind in response.headers["content-type"]
     assert client.get("/static/../config.yaml").status_code == 404
     assert client.get("/static/secret.txt").status_code == 404
+
+
+def test_with_evals_jsonl_the_metrics_partial_held_out_curve_is_not_drawn_twice(hacked_run,
+                                                                                 tmp_path):
+    import shutil
+    run_dir = tmp_path / "with-evals"
+    shutil.copytree(hacked_run, run_dir)
+    rows = [{"step": s, "greedy/accuracy": a} for s, a in ((0, 0.25), (10, 0.5), (40, 0.0))]
+    (run_dir / "evals.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = client_for(run_dir).get("/api/runs").json()[0]
+    assert "eval/accuracy" not in run["curves"]  # metrics' copy lacks steps 0 and 40
+    assert run["evals"]["greedy/accuracy"] == {"label": "held-out greedy/accuracy",
+                                               "x": [0, 10, 40], "y": [0.25, 0.5, 0.0]}
+
+
+def test_a_verifier_without_strict_rules_gets_no_strict_curve(hacked_run, tmp_path):
+    import shutil
+    run_dir = tmp_path / "rm-run"
+    shutil.copytree(hacked_run, run_dir)
+    config = (run_dir / "config.yaml").read_text()
+    (run_dir / "config.yaml").write_text(config.replace("verifier: math", "verifier: reward_model"))
+    body = client_for(run_dir).get("/api/runs/0/strict").json()
+    # every pass would "survive" a re-check that has no rules: no curve, said so
+    assert body["verifier"] == "reward_model" and body["no_rules"] is True
+    assert body["x"] == [] and body["strict"] == []

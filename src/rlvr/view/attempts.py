@@ -19,6 +19,7 @@ from threading import Lock
 from typing import Any
 
 from rlvr.audit.detect import attempt_flags
+from rlvr.audit.strict import RULES
 from rlvr.view.rollouts import RolloutsFile, StepLines
 
 MAX_TEXT = 20_000  # characters of a prompt or completion sent to the page (rest cut, said)
@@ -129,7 +130,12 @@ class StrictCurve:
 
     def poll(self, steps: list[int], pool: ProcessPoolExecutor | None) -> dict[str, Any]:
         """The curve so far; starts the next batch of untallied steps when idle. Without
-        a pool (export) every step is tallied here, now."""
+        a pool (export) every step is tallied here, now. A verifier the strict re-check
+        has no rules for (a reward model, a judge, a user's verifier) gets no curve: its
+        passes would all "survive" and read as honest."""
+        if self.verifier not in RULES:
+            return {"done": True, "verifier": self.verifier, "x": [], "passed": [],
+                    "strict": [], "flagged": [], "no_rules": True}
         with self.lock:
             if self.pending is not None and self.pending.done():
                 try:

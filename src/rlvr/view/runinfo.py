@@ -153,10 +153,13 @@ class ViewRun:
         if not steps:  # no metrics yet (or lost): the rollouts' own step range
             span = self.rollouts.first_and_last_step()
             steps = list(range(int(span[0]), int(span[1]) + 1)) if span else []
+        evals = eval_series(self.evals.read())
+        curves = curve_series(metrics)
+        if evals:  # metrics' eval/accuracy is the same numbers less before and after RL
+            curves.pop("eval/accuracy", None)
         return {"name": self.name, "path": str(self.path), "status": self.status(),
-                "verifier": self.verifier(), "steps": steps,
-                "curves": curve_series(metrics),
-                "evals": eval_series(self.evals.read()) or older_evals(metrics, self.summary()),
+                "verifier": self.verifier(), "steps": steps, "curves": curves,
+                "evals": evals or older_evals(metrics, self.summary()),
                 "summary": _summary_headline(self.summary()), "notes": self.notes()}
 
 

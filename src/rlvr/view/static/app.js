@@ -83,6 +83,7 @@ function el(tag, attrs = {}, children = []) {
   return node;
 }
 const fmt = (v, digits = 3) => (v == null ? "–" : typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(digits)) : String(v));
+const fmtShare = (v) => (typeof v === "number" ? v.toFixed(3) : fmt(v));  // 0 -> 0.000, as 0.25 -> 0.250
 const signed = (v) => (v == null ? "–" : (v > 0 ? "+" : "") + v.toFixed(3));
 const steps = () => (state.runs[state.run] || {steps: []}).steps;
 
@@ -92,7 +93,7 @@ function renderHeader() {
   const box = $("runs");
   box.replaceChildren(...state.runs.map((run, i) => {
     const s = run.summary || {};
-    const heldOut = s.held_out_before != null ? `held-out ${fmt(s.held_out_before)} → ${fmt(s.held_out_after)}` : "";
+    const heldOut = s.held_out_before != null ? `held-out ${fmtShare(s.held_out_before)} → ${fmtShare(s.held_out_after)}` : "";
     return el("div", {cls: "run-card", style: `border-color:${COLORS[i % COLORS.length]}`}, [
       el("span", {cls: "run-name", text: run.name}),
       el("span", {cls: `status ${run.status}`, text: run.status}),
