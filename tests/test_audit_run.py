@@ -181,3 +181,21 @@ def _live_warnings(run_dir, every):
         if lines:
             found[step] = lines
     return found
+
+
+def test_a_reward_high_from_the_start_holding_while_heldout_falls():
+    # a learned reward: training accuracy ~0.95 from step 1 (no rise to speak of) while
+    # held-out accuracy falls 0.25 -> 0.20 (-0.05: not yet) -> 0.10 (-0.15: raised)
+    metrics = [{"step": s, "accuracy": 0.95 if s <= 10 else 1.0} for s in range(1, 21)]
+    metrics[14]["eval/accuracy"] = 0.20  # step 15
+    summary = {"steps": 20, "eval": {"before": {"accuracy": 0.25}, "after": {"accuracy": 0.10}}}
+    flag = reward_without_heldout(metrics, summary, window=10)
+    assert flag.raised and flag.raised_at == 20
+    assert "held-out -0.15" in flag.detail and "training accuracy +0.05" in flag.detail
+    # the same reward while held-out holds (-0.05 at the end) is not raised
+    summary["eval"]["after"]["accuracy"] = 0.20
+    assert not reward_without_heldout(metrics, summary, window=10).raised
+    # nor a falling reward with a falling held-out: that is a run getting worse, not a hack
+    falling = [{"step": s, "accuracy": 0.9 - 0.02 * s} for s in range(1, 21)]
+    summary["eval"]["after"]["accuracy"] = 0.10
+    assert not reward_without_heldout(falling, summary, window=10).raised

@@ -16,7 +16,9 @@ Over the run:
   reward_without_heldout  at each held-out measurement (summary "before" = step 0,
       metrics "eval/accuracy", summary "after" = last step): training accuracy's rise
       (mean of the K steps up to it minus mean of the first K steps) >= 0.20 while the
-      held-out rise since the first measurement is under a quarter of it.
+      held-out rise since the first measurement is under a quarter of it; or training
+      accuracy did not fall (a learned reward high from the start) while held-out
+      accuracy fell by 0.10 or more.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from rlvr.audit.strict import RULES, answer_findings, strict_findings
 MIN_COUNT, MIN_SHARE = 3, 0.10
 TAKEOVER_BEFORE, TAKEOVER_AFTER, TAKEOVER_MIN_PASSED = 0.25, 0.60, 5
 REWARD_RISE, HELDOUT_SHARE_OF_RISE = 0.20, 0.25
+HELDOUT_DROP = 0.10  # held-out falling this much while the training reward holds
 FORMS = ("none", "echo", "integer", "decimal", "fraction", "expression", "text")
 
 
@@ -173,7 +176,10 @@ def reward_without_heldout(metrics: list[dict[str, Any]], summary: dict[str, Any
             continue
         rise = sum(recent) / len(recent) - start
         lift = heldout - base
-        if rise >= REWARD_RISE and lift < HELDOUT_SHARE_OF_RISE * rise:
+        # a reward that rises without held-out accuracy, or one that was high from the
+        # start (a learned reward) and holds while held-out accuracy falls
+        if (rise >= REWARD_RISE and lift < HELDOUT_SHARE_OF_RISE * rise) or \
+                (rise >= 0 and lift <= -HELDOUT_DROP):
             return Flag("reward_without_heldout", 0, step, step,
                         f"training accuracy {rise:+.2f} (first {window} steps -> steps "
                         f"{step - window + 1}-{step}), held-out {lift:+.2f} "
