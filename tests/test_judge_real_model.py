@@ -74,14 +74,18 @@ def check_shape(verdict: dict) -> None:
         assert verdict["details"]["judge"]["prompt_tokens"] > 0
 
 
+def verify_right_answer(judge_options: dict, timeout: float = 120) -> dict:
+    """`rlvr verify judge` of the right answer to PROMPT, as the README shows it."""
+    result = run_cli("verify", "judge", "--options", json.dumps(judge_options),
+                     "--reference", "Paris", "--prompt", PROMPT, "--completion",
+                     "The capital of France is Paris.", timeout=timeout)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
 @pytest.mark.slow
 def test_verify_judge_one_off_against_the_real_model(endpoint):
-    result = run_cli("verify", "judge", "--options",
-                     json.dumps(options(endpoint, structured=True)), "--reference", "Paris",
-                     "--prompt", PROMPT, "--completion", "The capital of France is Paris.",
-                     timeout=120)
-    assert result.returncode == 0, result.stderr
-    verdict = json.loads(result.stdout)
+    verdict = verify_right_answer(options(endpoint, structured=True))
     print("one-off:", verdict["reason"], verdict["score"], verdict["details"].get("scores"))
     check_shape(verdict)
     assert verdict["reason"] != "judge_unparseable"  # structured output: always a verdict

@@ -17,7 +17,7 @@ import pytest
 
 from cli_helpers import run_cli
 from test_judge_injection import ATTACKS
-from test_judge_real_model import INJECTED, PROMPT, check_shape
+from test_judge_real_model import INJECTED, PROMPT, check_shape, verify_right_answer
 from vllm_helpers import VLLM_MISSING, free_port
 
 pytest.importorskip("vllm", reason=VLLM_MISSING)
@@ -71,12 +71,7 @@ def options(url: str, **extra) -> dict:
 
 
 def test_structured_verdicts_and_token_counts_from_vllm(endpoint):
-    result = run_cli("verify", "judge", "--options",
-                     json.dumps(options(endpoint, structured=True)), "--reference", "Paris",
-                     "--prompt", PROMPT, "--completion", "The capital of France is Paris.",
-                     timeout=180)
-    assert result.returncode == 0, result.stderr
-    verdict = json.loads(result.stdout)
+    verdict = verify_right_answer(options(endpoint, structured=True), timeout=180)
     check_shape(verdict)
     # vLLM's guided decoding holds the answer to the verdict's schema: always a verdict
     assert verdict["reason"] in ("passed", "below_threshold"), verdict
