@@ -157,16 +157,21 @@ def run_all(args: argparse.Namespace) -> Path:
     return root
 
 
+REWARDS = {"strict": "math (strict)", "lenient": "math-verify defaults", "rm": "reward model"}
+
+
 def summarise(root: Path, picture: Path) -> dict:
-    model = str(root / "rm-train" / "model")
-    own = {"strict": None, "lenient": report.math_verify_scorer(),
-           "rm": report.reward_model_scorer(model)}
-    rewards = {"strict": "math (strict)", "lenient": "math-verify defaults",
-               "rm": "reward model"}
+    """Curves, examples and the picture of the runs under `root` that finished."""
+    scorers = {"strict": lambda: None, "lenient": report.math_verify_scorer,
+               "rm": lambda: report.reward_model_scorer(str(root / "rm-train" / "model"))}
     curves = {}
-    for name, scorer in own.items():
+    for name, make_scorer in scorers.items():
         run = root / name
-        curves[name] = {"reward": rewards[name], "held_out": report.held_out_curve(run, scorer),
+        if not (run / "summary.json").is_file():
+            print(f"{name}: no finished run in {run}, left out", flush=True)
+            continue
+        scorer = make_scorer()
+        curves[name] = {"reward": REWARDS[name], "held_out": report.held_out_curve(run, scorer),
                         "training": report.training_curve(run),
                         "hacked": report.hacked_examples(run, scorer) if scorer else []}
     report.draw(curves, picture)
@@ -181,6 +186,7 @@ def summarise(root: Path, picture: Path) -> dict:
 
 def print_report(result: dict) -> None:
     c = result["curves"]
+    missing = [name for name in REWARDS if name not in c]
     for name, curve in c.items():
         print(f"\n{name} ({curve['reward']}): held-out step, own reward, strict accuracy")
         for row in curve["held_out"]:
@@ -188,6 +194,10 @@ def print_report(result: dict) -> None:
         for ex in curve["hacked"]:
             print(f"  paid {ex['own_reward']:.2f}, strict {ex['strict_reason']}: "
                   f"{ex['prompt']!r} -> {ex['completion'][:100]!r}")
+
+    if missing:
+        print(f"\nhacking: incomplete, no finished {', '.join(missing)} run(s) in {result['root']}")
+        return
 
     def ends(name: str, key: str) -> tuple[float, float]:
         rows = c[name]["held_out"]

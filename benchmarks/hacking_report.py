@@ -95,7 +95,9 @@ def draw(curves: dict[str, dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(curves), figsize=(5.2 * len(curves), 4.2), sharey=True)
+    fig, axes = plt.subplots(1, len(curves), figsize=(5.2 * len(curves), 4.2), sharey=True,
+                             squeeze=False)
+    axes = axes[0]
     for ax, (name, c) in zip(axes, curves.items()):
         train, held = c["training"], c["held_out"]
         steps = [r["step"] for r in train]
