@@ -24,15 +24,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rlvr.cli.train import EXIT_CONFIG, add_common_arguments, with_log_every
+from rlvr.cli.train import EXIT_CONFIG, config_command_parser, with_log_every
 
 EXIT_DATA = 2
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_arguments(p)
+    config_command_parser(sub, name, help_text, __doc__)
 
 
 def run(args: argparse.Namespace) -> int:

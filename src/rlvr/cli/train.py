@@ -54,9 +54,7 @@ EXIT_FAULT = 3
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_arguments(p)
+    p = config_command_parser(sub, name, help_text, __doc__)
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its "
                    "newest checkpoint with its own config.yaml; overrides may only change "
                    "steps (to extend it) and checkpoint, log and evaluation cadence")
@@ -74,6 +72,16 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
     return value
+
+
+def config_command_parser(sub: Any, name: str, help_text: str,
+                          description: str | None) -> argparse.ArgumentParser:
+    """The subcommand `name` of a command run from a config (train, sft, rm-train): its
+    module docstring as description and the common arguments."""
+    p = sub.add_parser(name, help=help_text, description=description,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(p)
+    return p
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
