@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -91,7 +92,6 @@ def train(root: Path, name: str, args: argparse.Namespace, *overrides: str) -> P
 
 
 def _env() -> dict[str, str]:
-    import os
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
     return env

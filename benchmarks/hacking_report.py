@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from rlvr.verifiers.base import Verdict
-from rlvr.verifiers.math.verifier import MathVerifier
+from rlvr.verifiers.base import Verdict, run_verifier
+from rlvr.verifiers.registry import get_verifier
 
 # (completions, prompts, references) -> scores in [0, 1]: a run's own reward
 Scorer = Callable[[Sequence[str], Sequence[str], Sequence[str]], list[float]]
@@ -42,7 +42,7 @@ def reward_model_scorer(model_dir: str) -> Scorer:
 
 
 def strict_verdict(completion: str, reference: str, prompt: str) -> Verdict:
-    return MathVerifier().verify(completion, reference, prompt=prompt)
+    return run_verifier(get_verifier("math"), completion, reference, prompt)
 
 
 def held_out_curve(run: Path, own: Scorer | None) -> list[dict[str, Any]]:

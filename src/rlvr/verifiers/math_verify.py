@@ -49,16 +49,21 @@ class MathVerifyVerifier:
         self._parse, self._verify = _library()
 
     def check_reference(self, reference: Any) -> None:
+        self._gold(reference)
+
+    def _gold(self, reference: Any) -> list[Any]:
+        """math-verify's reading of the reference; InvalidReference when there is none."""
         if not isinstance(reference, (str, int, float)) or not str(reference).strip():
             raise InvalidReference(f"math_verify: the reference must be a non-empty string "
                                    f"or number, got {reference!r}")
-        if not self._parse(f"${reference}$", parsing_timeout=None):
+        gold = self._parse(f"${reference}$", parsing_timeout=None)
+        if not gold:
             raise InvalidReference(f"math_verify: math-verify reads no answer in the "
                                    f"reference {reference!r}")
+        return gold
 
     def verify(self, completion: str, reference: Any) -> Verdict:
-        self.check_reference(reference)
-        gold = self._parse(f"${reference}$", parsing_timeout=None)
+        gold = self._gold(reference)  # parsed once per item
         answer = self._parse(completion or "", parsing_timeout=None)
         if not answer:
             return Verdict.wrong("no_answer", answer=None)

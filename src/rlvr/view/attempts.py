@@ -133,9 +133,8 @@ class StrictCurve:
         a pool (export) every step is tallied here, now. A verifier the strict re-check
         has no rules for (a reward model, a judge, a user's verifier) gets no curve: its
         passes would all "survive" and read as honest."""
-        if self.verifier not in RULES:
-            return {"done": True, "verifier": self.verifier, "x": [], "passed": [],
-                    "strict": [], "flagged": [], "no_rules": True}
+        if self.verifier not in RULES:  # nothing is ever tallied
+            return {**self.curve(done=True), "no_rules": True}
         with self.lock:
             if self.pending is not None and self.pending.done():
                 try:

@@ -62,9 +62,8 @@ class Runs:
 
     def strict_curve(self, index: int) -> dict[str, Any]:
         run = self.run(index)
-        if not run.rollouts.exists():
-            return {"done": True, "verifier": run.verifier(), "x": [], "passed": [],
-                    "strict": [], "flagged": []}
+        if not run.rollouts.exists():  # nothing to tally: the empty curve
+            return self.strict[index].curve(done=True)
         return self.strict[index].poll(run.overview()["steps"], self.pool)
 
     def start_pool(self) -> None:
