@@ -24,7 +24,8 @@ from rlvr.algorithms import bradley_terry_loss, pairwise_accuracy
 from rlvr.training.preference_data import PreferencePair
 from rlvr.training.rm_config import RMModelConfig, RMTrainingConfig
 from rlvr.verifiers.reward_model.scoring import (META_FILE, encode, prepare_tokenizer,
-                                                 render, resolve_style, rewards_of)
+                                                 render, resolve_style, rewards_of,
+                                                 score_texts)
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -79,21 +80,6 @@ class PairTexts:
 
     def __len__(self) -> int:
         return len(self.chosen)
-
-
-def score_texts(model: Any, tokenizer: Any, texts: Sequence[str], max_length: int,
-                batch_size: int) -> torch.Tensor:
-    """[N] rewards of `texts`, without gradients, in batches; the model's mode kept."""
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    out = []
-    with torch.inference_mode():
-        for start in range(0, len(texts), batch_size):
-            batch = encode(tokenizer, texts[start:start + batch_size], max_length, device)
-            out.append(rewards_of(model, batch).cpu())
-    model.train(was_training)
-    return torch.cat(out) if out else torch.zeros(0)
 
 
 def evaluate_pairs(model: Any, tokenizer: Any, texts: PairTexts, max_length: int,

@@ -71,6 +71,22 @@ def rewards_of(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return logits[:, 0].float()
 
 
+def score_texts(model: Any, tokenizer: Any, texts: Sequence[str], max_length: int,
+                batch_size: int) -> torch.Tensor:
+    """[N] rewards of `texts`, without gradients, in batches; the model's mode kept (the
+    verifier's model stays in eval mode, rm-train's returns to training)."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out = []
+    with torch.inference_mode():
+        for start in range(0, len(texts), batch_size):
+            batch = encode(tokenizer, texts[start:start + batch_size], max_length, device)
+            out.append(rewards_of(model, batch).cpu())
+    model.train(was_training)
+    return torch.cat(out) if out else torch.zeros(0)
+
+
 def read_meta(directory: str | Path) -> dict[str, Any]:
     """The JSON rm-train saved with the model ({} for a model dir without one)."""
     path = Path(directory) / META_FILE
@@ -102,13 +118,8 @@ class RewardScorer:
     def score(self, prompts: Sequence[str], completions: Sequence[str]) -> list[float]:
         """Raw rewards, one per (prompt, completion), in order."""
         texts = [render(self.tokenizer, p, c, self.style) for p, c in zip(prompts, completions)]
-        out: list[float] = []
-        with torch.inference_mode():
-            for start in range(0, len(texts), self.batch_size):
-                batch = encode(self.tokenizer, texts[start:start + self.batch_size],
-                               self.max_length, self.device)
-                out.extend(rewards_of(self.model, batch).tolist())
-        return out
+        return score_texts(self.model, self.tokenizer, texts, self.max_length,
+                           self.batch_size).tolist()
 
 
 def _auto(device: str) -> str:
