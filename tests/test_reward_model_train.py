@@ -10,6 +10,7 @@ separate file."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import string
 
@@ -109,7 +110,12 @@ def test_verifier_scores_match_an_independent_forward(trained):
         raw = _independent_reward(model, tokenizer, "<s>" + prompt + completion)
         assert verdict.details["raw"] == pytest.approx(raw, abs=1e-4)
         assert verdict.reason == "scored"
-        assert verdict.score == pytest.approx(1 / (1 + torch.exp(torch.tensor(-raw)).item()))
+        # the sigmoid of the verdict's own raw reward, exactly; against the independent
+        # forward pass only within the raw reward's slack (sigmoid' <= 1/4 keeps it)
+        # (in float64: a float32 tensor's exp is itself off by ~1e-7 relative)
+        own = verdict.details["raw"]
+        assert verdict.score == pytest.approx(1 / (1 + math.exp(-own)), rel=1e-12)
+        assert verdict.score == pytest.approx(1 / (1 + math.exp(-raw)), abs=1e-4)
         assert verdict.passed == (verdict.score >= 0.5)
     one = verifier.verify(completions[0], None, prompt=prompts[0])
     assert one.details["raw"] == pytest.approx(verdicts[0].details["raw"], abs=1e-4)
