@@ -20,6 +20,7 @@ import json
 import sys
 from typing import Any, TextIO
 
+from rlvr.textsafe import json_line
 from rlvr.verifiers.contract import CaseError, invalid_input_line, parse_case, verdict_line
 from rlvr.verifiers.pool import Case, VerifierPool
 
@@ -84,7 +85,7 @@ def _run_one(args: argparse.Namespace) -> int:
                 prompt=args.prompt)
     with VerifierPool(workers=1, timeout_s=args.timeout) as pool:
         verdict = pool.verify([case])[0]
-    print(json.dumps(verdict_line(verdict), ensure_ascii=False))
+    print(json_line(verdict_line(verdict)))
     return EXIT_INVALID_ITEMS if verdict.is_invalid else 0
 
 
@@ -134,7 +135,7 @@ def _run_batch(args: argparse.Namespace) -> int:
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
     with out if out is not sys.stdout else contextlib.nullcontext():
         for line in lines:
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            out.write(json_line(line) + "\n")
     invalid = sum(1 for line in lines if line["score"] is None)
     if invalid:
         print(f"rlvr verify: {invalid} of {len(lines)} item(s) had invalid input; "

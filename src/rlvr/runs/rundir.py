@@ -16,6 +16,9 @@
 Whole files are written atomically (temp file + rename). The JSONL logs are appended a
 step at a time; on resume, lines of steps after the checkpoint are dropped, so a run
 killed mid-step and resumed has logs equal to an uninterrupted run.
+
+Lines are written with `rlvr.textsafe.json_line`: whatever text a record holds (a lone
+surrogate, a control character, U+2028), the line encodes as UTF-8 and stays one line.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable
+
+from rlvr.textsafe import json_line
 
 
 def default_run_dir(name: str, root: str | Path = "runs") -> Path:
@@ -78,7 +83,7 @@ class RunDir:
         directory = self.path / "evals"
         directory.mkdir(exist_ok=True)
         atomic_write_text(directory / f"step-{step:06d}.jsonl",
-                          "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in answers))
+                          "".join(json_line(a) + "\n" for a in answers))
 
     def read_evals(self) -> list[dict[str, Any]]:
         return _read_lines(self.evals)
@@ -97,7 +102,7 @@ class RunDir:
         for path in (self.metrics, self.evals, self.rollouts):
             if path.exists():
                 kept = [r for r in _read_lines(path) if r.get("step", 0) <= step]
-                atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                atomic_write_text(path, "".join(json_line(r) + "\n"
                                                 for r in kept))
 
 
@@ -128,7 +133,7 @@ class ReadOnlyRunDir(RunDir):
 
 
 def _append_lines(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    text = "".join(json_line(r) + "\n" for r in records)
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(text)
 
@@ -137,7 +142,11 @@ def _read_lines(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    # split on "\n" only: str.splitlines also breaks on U+2028 and friends, which an
+    # older writer may have left raw inside a JSON string
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line.strip():
+            continue
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError:  # a line cut by a kill mid-write: ignore it

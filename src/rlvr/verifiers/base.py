@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+from rlvr.textsafe import escape_text, escape_value, json_line, unescape_text, unescape_value
 
 # Reasons the harness itself assigns; verifiers use their own short reasons otherwise.
 REASON_TIMEOUT = "timeout"
@@ -27,6 +28,13 @@ class Verdict:
     passed:  whether the completion counts as fully correct.
     reason:  short machine-friendly text ("correct", "wrong_answer", "timeout", ...).
     details: JSON-serialisable extras (extracted answer, per-test results, components).
+
+    reason and details may hold model text as it came (a candidate's exception message
+    with a lone surrogate in it). `to_dict`, the one door to every writer and wire
+    (JSONL, HTTP, the pool's pipes, rollouts), escapes it with `rlvr.textsafe.escape_text`
+    (injective: U+D800 becomes the text `\\ud800`, control characters `\\u001b` and so
+    on); `from_dict` undoes exactly that, so a verdict round-trips unchanged and its
+    text is escaped once, however many hops it made.
     """
 
     score: float
@@ -66,16 +74,20 @@ class Verdict:
         return self.reason == REASON_INVALID
 
     def to_dict(self) -> dict[str, Any]:
-        return {"score": float(self.score), "passed": bool(self.passed), "reason": self.reason,
-                "details": self.details}
+        """The verdict as data, its text escaped (see the class docstring): encodable as
+        UTF-8 and free of control characters whatever the model wrote."""
+        return {"score": float(self.score), "passed": bool(self.passed),
+                "reason": escape_text(str(self.reason)), "details": escape_value(self.details)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Verdict":
-        return cls(float(data["score"]), bool(data["passed"]), str(data.get("reason", "")),
-                   dict(data.get("details") or {}))
+        """The verdict `to_dict` made `data` from (its text unescaped)."""
+        return cls(float(data["score"]), bool(data["passed"]),
+                   unescape_text(str(data.get("reason", ""))),
+                   unescape_value(dict(data.get("details") or {})))
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False)
+        return json_line(self.to_dict())
 
 
 @runtime_checkable

@@ -3,6 +3,10 @@
 
 `rlvr verify` (files), `rlvr serve` (HTTP) and the remote pool (the client side) all go
 through these functions, so a case gets the same verdict line whichever way it travels.
+
+Every string of an output line is escaped once (`rlvr.textsafe.escape_text`: lone
+surrogates and control characters as `\\uXXXX`, injectively), so any writer can encode
+the line; `verdict_from_line` undoes it.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rlvr.textsafe import escape_text, unescape_text
 from rlvr.verifiers.base import REASON_INVALID, Verdict
 from rlvr.verifiers.pool import Case
 
@@ -72,22 +77,23 @@ def verdict_line(verdict: Verdict, where: str = "") -> dict[str, Any]:
     """The output line for `verdict`: its dict, or, for an invalid reference,
     {"score": null, "passed": null, "reason", "error"} with `where` leading the error."""
     if verdict.is_invalid:
-        message = verdict.details.get("error", "invalid reference")
+        message = str(verdict.details.get("error", "invalid reference"))
         return {"score": None, "passed": None, "reason": verdict.reason,
-                "error": f"{where}: {message}" if where else message}
+                "error": escape_text(f"{where}: {message}" if where else message)}
     return verdict.to_dict()
 
 
 def invalid_input_line(message: str) -> dict[str, Any]:
     """The output line for a record that is not a usable case (see `CaseError`)."""
-    return {"score": None, "passed": None, "reason": REASON_INVALID_INPUT, "error": message}
+    return {"score": None, "passed": None, "reason": REASON_INVALID_INPUT,
+            "error": escape_text(message)}
 
 
 def verdict_from_line(line: dict[str, Any]) -> Verdict:
     """The `Verdict` an output line stands for: an invalid reference comes back as
     `Verdict.invalid`, an unusable input as `Verdict.error` (both score 0)."""
     if line.get("score") is None:
-        message = str(line.get("error") or "no verdict")
+        message = unescape_text(str(line.get("error") or "no verdict"))
         if line.get("reason") == REASON_INVALID:
             return Verdict.invalid(message)
         return Verdict.error(message)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rlvr.runs.rundir import atomic_write_text
+from rlvr.textsafe import scrub_text
 
 # A sampled attempt as the tables show it (tracker_rows picks them from rollout lines).
 ATTEMPT_COLUMNS = ("prompt_id", "prompt", "completion", "reason", "score", "reward",
@@ -92,9 +93,13 @@ def attempt_rows(rollouts: Sequence[dict[str, Any]], count: int) -> list[dict[st
 
 
 def _row(line: dict[str, Any]) -> dict[str, Any]:
+    # Text columns are scrubbed for the trackers' libraries (a lone surrogate read back
+    # from a JSON escape, or ESC, breaks or rewrites their displays); rollouts.jsonl
+    # keeps the exact text.
     verdict = line.get("verdict") or {}
-    return {"prompt_id": str(line.get("prompt_id", "")), "prompt": line.get("prompt", ""),
-            "completion": line.get("completion", ""), "reason": verdict.get("reason", ""),
+    text = {"prompt_id": str(line.get("prompt_id", "")), "prompt": line.get("prompt", ""),
+            "completion": line.get("completion", ""), "reason": verdict.get("reason", "")}
+    return {**{key: scrub_text(str(value)) for key, value in text.items()},
             "score": float(verdict.get("score", 0.0)), "reward": float(line["reward"]),
             "advantage": float(line["advantage"]), "length": int(line.get("length", 0))}
 
