@@ -70,6 +70,11 @@ def _check_preload(value: Any) -> None:
                          f"{', '.join(PRELOAD_CHOICES)}; got {value!r}")
 
 
+def _check_strict_numeric(value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"code: option 'strict_numeric' must be true or false; got {value!r}")
+
+
 class CodeVerifier:
     """sandbox:   "bwrap" (default) or "none-unsafe" (no isolation; trusted code only).
     timeout_s: wall seconds per check unless the reference sets "timeout".
@@ -84,20 +89,32 @@ class CodeVerifier:
                Each check still gets a fresh copy (a fork), and its memory_mb on top
                of the address space they take. A preloaded sandbox forks more slowly
                (~3 ms per MBPP assert here), hence not before a program needs it.
+    strict_numeric: (default True) numpy's comparisons in the trusted test code are
+               shape-strict, so `return []` cannot pass `np.allclose(f(x), 2.0)`: a
+               whole-array comparison (allclose, testing.assert_allclose, ...) needs
+               equal shapes, an elementwise one (isclose) refuses an empty side against
+               a non-empty one (sandboxed/strict_numeric.py; docs/CODE_SANDBOX.md,
+               "numpy checks"). Costs nothing for a check whose code never names numpy.
     """
 
     name = "code"
+    # Options that only change how a check is graded, never which code, sandbox, file
+    # or resource is used: safe for a request or a data line to set (the others, e.g.
+    # `sandbox` and `packages`, are the operator's).
+    REQUEST_SAFE_OPTIONS = ("strict_numeric",)
 
     def __init__(self, sandbox: str = "bwrap", timeout_s: float = 6.0, memory_mb: int = 512,
                  packages: list[str] | tuple[str, ...] = DEFAULT_PACKAGES,
-                 preload_packages: str = "auto") -> None:
+                 preload_packages: str = "auto", strict_numeric: bool = True) -> None:
         if sandbox not in ("bwrap", UNSAFE):
             raise ValueError(f"code: sandbox must be 'bwrap' or {UNSAFE!r}, got {sandbox!r}")
         if not 0 < timeout_s <= MAX_TIMEOUT_S:
             raise ValueError(f"code: timeout_s must be in (0, {MAX_TIMEOUT_S}], got {timeout_s!r}")
         if not 64 <= memory_mb <= MAX_MEMORY_MB:
             raise ValueError(f"code: memory_mb must be in [64, {MAX_MEMORY_MB}], got {memory_mb!r}")
+        _check_strict_numeric(strict_numeric)
         self.mode, self.timeout_s, self.memory_mb = sandbox, float(timeout_s), int(memory_mb)
+        self.strict_numeric = strict_numeric
         self.packages = check_names(packages)
         binds = resolve(self.packages)  # PackageError now, naming what is missing
         if self.mode == "bwrap":
@@ -118,6 +135,7 @@ class CodeVerifier:
         sandbox (the trainer calls it when its config loads: registry.check_options)."""
         resolve(check_names(options.get("packages", DEFAULT_PACKAGES)))
         _check_preload(options.get("preload_packages", "auto"))
+        _check_strict_numeric(options.get("strict_numeric", True))
 
     def check_reference(self, reference: Any) -> None:
         if not isinstance(reference, dict):
@@ -169,6 +187,7 @@ class CodeVerifier:
         else:
             spec = {"mode": "asserts", "asserts": reference["asserts"],
                     "setup": reference.get("setup") or ""}
+        spec["strict_numeric"] = self.strict_numeric
         program = f"{prompt}\n{code}" if prompt else code
         result = run_function_check(self._judge, self._zygote, program, spec, limits, timeout_s,
                                     self._wants_packages(program))

@@ -220,6 +220,17 @@ def run_asserts(channel: Channel, spec: dict) -> dict:
     return {"results": results, "errors": errors}
 
 
+def _strict_numeric(spec: dict) -> None:
+    """numpy's comparisons made shape-strict in this check's process (strict_numeric.py),
+    before any test code runs; numpy is imported only when the check's code names it."""
+    try:
+        import strict_numeric  # the sandbox puts sandboxed/ itself on sys.path
+    except ImportError:
+        from rlvr.verifiers.code.sandboxed import strict_numeric
+    if strict_numeric.wanted(spec):
+        strict_numeric.install()
+
+
 def _run_job(proto, channel_fd: int, job_fd: int) -> None:
     spec = proto.read_frame(job_fd)
     # The server's own CPU budget is long; each check gets its own short one.
@@ -229,6 +240,7 @@ def _run_job(proto, channel_fd: int, job_fd: int) -> None:
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, float(spec["timeout_s"]))
     try:
+        _strict_numeric(spec)
         result = run_asserts(channel, spec) if spec["mode"] == "asserts" else run_check(channel, spec)
         result["status"] = "ok"
     except JudgeTimeout:
