@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rlvr.audit.detect import Flag
 from rlvr.audit.runaudit import AuditResult
 from rlvr.runs.rundir import atomic_write_text
+from rlvr.textsafe import json_line
 
 MAX_COLUMNS = 8  # windows shown per flag; the JSON output has them all
 
@@ -60,5 +60,5 @@ def to_json(result: AuditResult, flagged_path: str | None = None) -> dict[str, A
 
 
 def write_flagged(result: AuditResult, path: str | Path) -> None:
-    atomic_write_text(path, "".join(json.dumps(line, ensure_ascii=False) + "\n"
-                                    for line in result.flagged))
+    # rollout lines as read back: their text may hold anything a JSON escape can
+    atomic_write_text(path, "".join(json_line(line) + "\n" for line in result.flagged))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 from rlvr.evaluation.runner import EvalResult
+from rlvr.textsafe import json_line
 
 # Columns of the per-category tables: these, then every pass@k and maj@k present.
 _CATEGORY_COLUMNS = ("greedy/accuracy", "strict", "loose")
@@ -60,6 +60,6 @@ def write_results(result: EvalResult, path: str | Path) -> Path:
     """The JSON results file: config, metrics, breakdown, records, every attempt."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(_clean(result.to_dict()), ensure_ascii=False, indent=1,
-                                 default=str) + "\n", encoding="utf-8")
+    target.write_text(json_line(_clean(result.to_dict()), indent=1, default=str) + "\n",
+                      encoding="utf-8")
     return target
