@@ -22,6 +22,11 @@ import signal
 import socket
 import sys
 
+try:  # loaded once by the server, so each check's fork finds it in memory
+    import strict_numeric  # the sandbox puts sandboxed/ itself on sys.path
+except ImportError:  # imported as part of the rlvr package (outside a sandbox)
+    from rlvr.verifiers.code.sandboxed import strict_numeric
+
 
 class CandidateBroken(BaseException):
     """The candidate died, hung up or broke the protocol. A BaseException so that test
@@ -223,10 +228,6 @@ def run_asserts(channel: Channel, spec: dict) -> dict:
 def _strict_numeric(spec: dict) -> None:
     """numpy's comparisons made shape-strict in this check's process (strict_numeric.py),
     before any test code runs; numpy is imported only when the check's code names it."""
-    try:
-        import strict_numeric  # the sandbox puts sandboxed/ itself on sys.path
-    except ImportError:
-        from rlvr.verifiers.code.sandboxed import strict_numeric
     if strict_numeric.wanted(spec):
         strict_numeric.install()
 
