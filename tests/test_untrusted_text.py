@@ -249,5 +249,23 @@ def test_73_lines_with_a_surrogate_raising_code_item_in_the_middle(tmp_path):
     assert sum(line["score"] for line in lines[37:]) == 28
 
 
+def test_code_with_a_lone_surrogate_is_a_load_error_in_every_mode():
+    """Program text that no source file can hold: graded 0, never an exception (in io
+    mode it used to raise UnicodeEncodeError on the way into the sandbox)."""
+    from rlvr.verifiers.base import InvalidReference
+    from rlvr.verifiers.code import CodeVerifier
+
+    verifier = CodeVerifier()
+    try:
+        for reference in ({"io": [{"input": "", "output": "x"}]}, DOUBLE):
+            verdict = verifier.verify(f"def f(x):\n    return '{SURROGATE}'\n", reference)
+            assert (verdict.score, verdict.reason) == (0.0, "load_error")
+        with pytest.raises(InvalidReference, match=r"io\[1\]\.input"):
+            verifier.check_reference({"io": [{"input": "", "output": ""},
+                                             {"input": SURROGATE, "output": ""}]})
+    finally:
+        verifier.close()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))

@@ -55,6 +55,14 @@ def _strings(reference: dict, key: str, required: bool = False) -> None:
         raise InvalidReference(f"code: field {key!r} must be a non-empty string")
 
 
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_io_cases(cases: Any) -> None:
     if not isinstance(cases, list) or not cases:
         raise InvalidReference("code: field 'io' must be a non-empty list of cases")
@@ -62,6 +70,9 @@ def _check_io_cases(cases: Any) -> None:
         if not isinstance(case, dict) or not all(isinstance(case.get(k), str)
                                                  for k in ("input", "output")):
             raise InvalidReference(f"code: io[{index}] must be {{'input': str, 'output': str}}")
+        if not _is_utf8(case["input"]):  # it is fed to the program as UTF-8 bytes
+            raise InvalidReference(f"code: io[{index}].input is not UTF-8 text "
+                                   "(it holds a lone surrogate)")
 
 
 def _check_preload(value: Any) -> None:
@@ -174,6 +185,9 @@ class CodeVerifier:
             return Verdict.wrong("no_code")
         if len(code) > MAX_CODE_CHARS:
             return Verdict.wrong("code_too_long", chars=len(code))
+        if not _is_utf8(code):  # a source file cannot hold it; the sandbox gets bytes
+            return Verdict.wrong("load_error", error="the program is not UTF-8 text "
+                                 "(it holds a lone surrogate)")
         timeout_s = float(reference.get("timeout", self.timeout_s))
         memory_mb = int(reference.get("memory_mb", self.memory_mb))
         limits = Limits(cpu_s=math.ceil(timeout_s) + 1, memory_mb=memory_mb,
