@@ -146,6 +146,7 @@ for a, b in (([], 2.0), ([], [2.0]), ([2.0, 2.0], 2.0), ([[]], [[1.0]]), ([1.0, 
     except AssertionError:
         refused.append(True)
 refused.append(not np.all(np.isclose([], 2.0)))
+refused.append(not np.allclose(b=2.0, a=[]))  # by name too
 refused.append(not np.array_equiv([], [3.0]))
 kept = [np.allclose([1.0, 2.0], [1.0, 2.0 + 1e-12]), bool(np.all(np.isclose([0.0, 0.0], 0))),
         np.array_equiv([1, 1], 1), np.isclose(2.0, 2.0), np.allclose(2.0, [2.0]),
@@ -159,4 +160,4 @@ def test_the_rules_in_a_process_of_their_own():
     result = subprocess.run([sys.executable, "-c", STRICT_RULES], capture_output=True,
                             text=True, timeout=120, env={"PYTHONPATH": SRC})
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["True", "17", "True"]
+    assert result.stdout.split() == ["True", "18", "True"]

@@ -31,6 +31,7 @@ checks should compare shapes first (docs/CODE_SANDBOX.md, "numpy checks").
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 
 _WHOLE = ("assert_allclose", "assert_array_equal", "assert_array_almost_equal",
@@ -62,45 +63,43 @@ def _elementwise_ok(sa, sb) -> bool:
     return (sa == () and _size(sb) > 0) or (sb == () and _size(sa) > 0)
 
 
-def _strict_allclose(np, original):
+def _strict(np, original, allowed, refused):
+    """`original` that first takes the shapes of its two compared arguments (the first
+    two parameters, passed by position or by name) and answers `refused(shapes)`
+    instead of calling it when `allowed(*shapes)` is false."""
+    try:
+        signature = inspect.signature(original)
+    except (TypeError, ValueError):  # no signature to read: positional arguments only
+        signature = None
+
     @functools.wraps(original)
-    def allclose(a, b, *args, **kwargs):
-        shapes = _shapes(np, a, b)
-        if shapes is not None and not _same(*shapes):
-            return False
-        return original(a, b, *args, **kwargs)
-    return allclose
+    def strict(*args, **kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs).arguments if signature else dict(
+                enumerate(args))
+        except TypeError:  # a wrong call: numpy's own error
+            return original(*args, **kwargs)
+        values = list(bound.values())[:2]
+        shapes = _shapes(np, *values) if len(values) == 2 else None
+        if shapes is not None and not allowed(*shapes):
+            return refused(shapes)
+        return original(*args, **kwargs)
+    return strict
 
 
-def _strict_assert(np, original):
-    @functools.wraps(original)
-    def strict_assert(actual, desired, *args, **kwargs):
-        shapes = _shapes(np, actual, desired)
-        if shapes is not None and not _same(*shapes):
-            raise AssertionError(f"strict_numeric: shapes differ: {shapes[0]} vs {shapes[1]}")
-        return original(actual, desired, *args, **kwargs)
-    return strict_assert
+def _false(shapes):
+    return False
 
 
-def _strict_isclose(np, original):
-    @functools.wraps(original)
-    def isclose(a, b, *args, **kwargs):
-        shapes = _shapes(np, a, b)
-        if shapes is not None and not _elementwise_ok(*shapes):
-            larger = max(shapes, key=_size)
-            return np.zeros(larger, dtype=bool) if larger else np.False_
-        return original(a, b, *args, **kwargs)
-    return isclose
+def _all_false(np):
+    def refused(shapes):  # np.all / .all() / all() of it are False
+        larger = max(shapes, key=_size)
+        return np.zeros(larger, dtype=bool) if larger else np.False_
+    return refused
 
 
-def _strict_equiv(np, original):
-    @functools.wraps(original)
-    def array_equiv(a1, a2):
-        shapes = _shapes(np, a1, a2)
-        if shapes is not None and not _elementwise_ok(*shapes):
-            return False
-        return original(a1, a2)
-    return array_equiv
+def _fail(shapes):
+    raise AssertionError(f"strict_numeric: shapes differ: {shapes[0]} vs {shapes[1]}")
 
 
 def install() -> None:
@@ -112,9 +111,9 @@ def install() -> None:
     except ImportError:
         return
 
-    np.allclose = _strict_allclose(np, np.allclose)
-    np.isclose = _strict_isclose(np, np.isclose)
-    np.array_equiv = _strict_equiv(np, np.array_equiv)
+    np.allclose = _strict(np, np.allclose, _same, _false)
+    np.isclose = _strict(np, np.isclose, _elementwise_ok, _all_false(np))
+    np.array_equiv = _strict(np, np.array_equiv, _elementwise_ok, _false)
     # numpy.testing's own assert_equal / assert_almost_equal call these by their module
     # globals, so the private module gets the same wrappers as the public names.
     try:
@@ -125,7 +124,7 @@ def install() -> None:
         original = getattr(numpy.testing, name, None)
         if original is None:
             continue
-        wrapped = _strict_assert(np, original)
+        wrapped = _strict(np, original, _same, _fail)
         setattr(numpy.testing, name, wrapped)
         if private is not None and getattr(private, name, None) is original:
             setattr(private, name, wrapped)
