@@ -208,6 +208,19 @@ def test_training_rollout_log_and_tracker_rows_survive_any_text(tmp_path):
             row[key].encode("utf-8")
 
 
+def test_run_logs_written_by_an_older_writer_read_back_whole(tmp_path):
+    """A raw U+2028 inside a JSON string (what ensure_ascii=False used to write) is not
+    a line break for the run directory's reader."""
+    from rlvr.runs.rundir import RunDir
+
+    run = RunDir(tmp_path / "run").create()
+    records = [{"step": 1, "note": "a\u2028b\x85c"}, {"step": 2, "note": "d"}]
+    run.metrics.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                           encoding="utf-8")
+    assert "\u2028" in run.metrics.read_text(encoding="utf-8")  # raw, as written then
+    assert run.read_metrics() == records
+
+
 # --- one hostile code item does not cost the others their grade ------------------------
 
 RAISES = "def f(x):\n    raise ValueError(chr(0xD800))\n"
