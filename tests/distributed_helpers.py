@@ -30,7 +30,7 @@ SRC = str(ROOT / "src")
 # tiny_config plus what a 2-rank run needs: no warm-start (refused under torchrun), one
 # generation shard per rank, a checkpoint every step, a reward an untrained model earns
 RUN_OVERRIDES = ["sft.steps=0", "sampling.generation_shards=2", "checkpoint_every=1",
-                 "reward.verifier=train_helpers:LengthVerifier"]
+                 "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier"]
 
 
 def unavailable_reason() -> str | None:

@@ -19,7 +19,7 @@ def test_trainer_warns_and_rlvr_audit_flags_a_real_run(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")]))
     run_dir = tmp_path / "run"
     result = run_cli("train", "--run-dir", str(run_dir), "steps=2", "audit_every=1",
-                     "checkpoint_every=0", "reward.verifier=audit_fixtures:ArithmeticEchoVerifier",
+                     "checkpoint_every=0", "reward.plugins=[audit_fixtures:ArithmeticEchoVerifier]", "reward.verifier=audit_fixtures:ArithmeticEchoVerifier",
                      *TINY_OVERRIDES, timeout=240)
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if line.startswith("audit warning")]

@@ -30,7 +30,7 @@ from train_helpers import TINY_OVERRIDES
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
 RUN = [*TINY_OVERRIDES, "sft.steps=0", "sampling.generation_shards=2", "checkpoint_every=1",
-       "reward.verifier=train_helpers:LengthVerifier", "optim.lr=1e-3",
+       "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier", "optim.lr=1e-3",
        "optim.warmup_steps=0", "keep_checkpoints=0"]
 needs_gloo = pytest.mark.skipif(not torch.distributed.is_available()
                                 or not torch.distributed.is_gloo_available(),

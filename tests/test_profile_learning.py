@@ -58,7 +58,7 @@ def test_every_phase_of_a_tiny_run_is_labelled(tmp_path, monkeypatch):
     from rlvr.training.run import train
 
     train(tiny_config("steps=2", "checkpoint_every=1",
-                      "reward.verifier=train_helpers:LengthVerifier"), tmp_path / "run")
+                      "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier"), tmp_path / "run")
     labels = {profile_learning.generic(r.label) for r in meter.records}
     for expected in ("load_model", "engine_setup", "sft", "eval", "eval/generate",
                      "checkpoint", "adam_state", "step", "step/generate", "step/verify",

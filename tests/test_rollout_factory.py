@@ -85,7 +85,7 @@ def test_an_engine_with_other_numbers_trains_on_recomputed_pi_old(tmp_path, off_
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent),
                                                       os.environ.get("PYTHONPATH", "")]))
     train(tiny_config("steps=1", "sft.steps=0", "sampling.group_size=4", off_engine,
-                      "reward.verifier=train_helpers:LengthVerifier"), tmp_path / "r")
+                      "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier"), tmp_path / "r")
     import json
     metrics = json.loads((tmp_path / "r" / "metrics.jsonl").read_text().splitlines()[0])
     assert metrics["rows_trained"] > 0

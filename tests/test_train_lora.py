@@ -21,7 +21,7 @@ from train_helpers import interrupt_at, tiny_config
 pytest.importorskip("peft", reason="LoRA needs the peft extra")
 
 LORA = ["model.lora.enabled=true", "model.lora.rank=4", "model.lora.alpha=8",
-        "optim.lr=5e-2", "reward.verifier=train_helpers:LengthVerifier", "keep_checkpoints=0",
+        "optim.lr=5e-2", "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier", "keep_checkpoints=0",
         "checkpoint_every=1"]
 
 

@@ -34,7 +34,7 @@ def _length_verifier_importable(monkeypatch):
 
 
 def _config(*extra: str):
-    return tiny_config("steps=2", "checkpoint_every=0", "reward.verifier=train_helpers:LengthVerifier",
+    return tiny_config("steps=2", "checkpoint_every=0", "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier",
                        *extra)
 
 

@@ -136,7 +136,7 @@ def test_training_in_micro_batches_ends_at_the_same_weights(tmp_path, monkeypatc
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent),
                                                       os.environ.get("PYTHONPATH", "")]))
     common = ("steps=2", "sft.steps=0", "sampling.group_size=4", "algorithm.minibatches=2",
-              "reward.verifier=train_helpers:LengthVerifier")
+              "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier")
     train(tiny_config(*common), tmp_path / "one")
     train(tiny_config(*common, "algorithm.micro_batch_rows=3"), tmp_path / "micro")
     one, micro = _metrics(tmp_path / "one"), _metrics(tmp_path / "micro")

@@ -61,7 +61,7 @@ def _first_step(tmp_path: Path, name: str, *overrides: str) -> dict:
     """Step 1's metrics of a one-step run: no warm-start, one minibatch, a reward that
     differs within groups (so rows have a gradient), the same samples in every run."""
     train(tiny_config("steps=1", "sft.steps=0", "sampling.group_size=4",
-                      "reward.verifier=train_helpers:LengthVerifier", *overrides),
+                      "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier", *overrides),
           tmp_path / name)
     return json.loads((tmp_path / name / "metrics.jsonl").read_text().splitlines()[0])
 

@@ -27,7 +27,7 @@ def test_two_step_run_writes_every_file(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     result = run_cli("train", "--run-dir", str(run_dir), "steps=2", "checkpoint_every=1",
                      "eval_every=1",
-                     "keep_checkpoints=0", "reward.verifier=train_helpers:LengthVerifier",
+                     "keep_checkpoints=0", "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier",
                      *TINY_OVERRIDES, timeout=240)
     assert result.returncode == 0, result.stderr
     assert "held-out accuracy before RL" in result.stderr  # live, when it is measured

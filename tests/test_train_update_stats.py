@@ -67,7 +67,7 @@ def test_every_metrics_line_has_the_same_keys(tmp_path, monkeypatch):
     # audit every 2 of 3 steps: the audit's count is logged on the steps between too
     common = ("steps=3", "sft.steps=0", "algorithm.minibatches=2", "audit_every=2")
     train(tiny_config(*common, "reward.verifier=exact"), tmp_path / "idle")
-    train(tiny_config(*common, "reward.verifier=train_helpers:LengthVerifier"),
+    train(tiny_config(*common, "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier"),
           tmp_path / "some")
     idle, some = _keys(tmp_path / "idle"), _keys(tmp_path / "some")
     assert all(keys == idle[0] for keys in idle) and all(keys == some[0] for keys in some)

@@ -32,7 +32,7 @@ def real_run(tmp_path_factory):
     tests_dir = str(Path(__file__).parent)
     os.environ["PYTHONPATH"] = os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")])
     result = run_cli("train", "--run-dir", str(run_dir), "steps=3", "sampling.prompts_per_step=6",
-                     "reward.verifier=train_helpers:LengthVerifier", *TINY_OVERRIDES, timeout=240)
+                     "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier", *TINY_OVERRIDES, timeout=240)
     assert result.returncode == 0, result.stderr
     return run_dir
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from rlvr.verifiers.pool import Case
 from rlvr.verifiers.registry import (UnknownVerifier, check_options, is_import_path,
@@ -117,6 +117,27 @@ class OperatorPolicy:
         options = self.options(item["verifier"], item.get("options") or {}, where,
                                f"{path}.options")
         return {**item, "options": options}
+
+
+def named_verifiers(name: str, options: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(verifier name, its field relative to `options`' owner) for `name` and every
+    verifier its options nest (a composite's components), so a config can check that
+    each import path among them is one of its plugins."""
+    yield name, "verifier"
+    try:
+        spec = spec_for(name)
+    except UnknownVerifier:
+        return
+    for key, kind in spec.nested_options.items():
+        value = options.get(key) if isinstance(options, Mapping) else None
+        if kind != "*" and isinstance(value, Mapping):
+            yield from ((n, f"options.{key}.{f}") for n, f in named_verifiers(kind, value)
+                        if f != "verifier")
+        elif kind == "*" and isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, Mapping) and isinstance(item.get("verifier"), str):
+                    for n, f in named_verifiers(item["verifier"], item.get("options") or {}):
+                        yield n, f"options.{key}[{i}].{f}"
 
 
 def check_name(name: Any, where: str, field_name: str = "verifier") -> None:
