@@ -20,10 +20,12 @@ extra_info["verifier"], data_source itself when it is a verifier name, else
 DATA_SOURCE_VERIFIERS[data_source]. data_source and extra_info come from the dataset:
 they name a built-in or a plugin you listed (reward_kwargs `plugins`:
 ["my_pkg.rewards:MyVerifier"], then known by that string), never other code; an
-import path among them that you did not list raises ValueError naming the field. Returns {"score": float, "passed" and "acc": 0.0 or
-1.0, "pred": the extracted answer or ""} (acc and pred are what verl's validation
-metrics read); with `log_components=True` a composite's per-component scores are added
-as "<component>_score". Invalid references raise ValueError (a data bug, not a 0);
+import path among them that you did not list raises ValueError naming the field.
+
+Returns {"score": float, "passed" and "acc": 0.0 or 1.0, "pred": the extracted answer
+or ""} (acc and pred are what verl's validation metrics read); with
+`log_components=True` a composite's per-component scores are added as
+"<component>_score". Invalid references raise ValueError (a data bug, not a 0);
 timeouts and verifier errors score 0.
 
 verl's reward loop (its default) runs items concurrently and awaits a coroutine
