@@ -193,3 +193,34 @@ def test_openrlhf_labels_never_name_code_or_operator_options(tmp_path):
     assert not marker.exists()
     graded = reward(["Q1 #### 1"], ["Q1"], [json.dumps({"verifier": "exact", "reference": "1"})])
     assert graded["rewards"].tolist() == [1.0]
+
+
+# -- the operator's options -----------------------------------------------------------
+
+
+def test_operator_options_fill_in_what_a_case_leaves_out_inside_composites():
+    from rlvr.verifiers.untrusted import OperatorPolicy
+
+    policy = OperatorPolicy({"judge": {"base_url": "http://judge:8000/v1", "model": "m"},
+                             "math": {"fallback": "last_number", "answer_form": "value"}})
+    case = policy.admit(Case("composite", "x", "1", {"components": [
+        {"verifier": "judge", "weight": 0.5},
+        {"verifier": "math", "options": {"answer_form": "expression"}}]}), "items[0]")
+    judge, math = case.options["components"]
+    assert judge == {"verifier": "judge", "weight": 0.5,
+                     "options": {"base_url": "http://judge:8000/v1", "model": "m"}}
+    # a grading option the case sets wins; the operator's others stay
+    assert math["options"] == {"fallback": "last_number", "answer_form": "expression"}
+
+
+def test_remote_backend_refuses_operator_options_when_the_config_loads():
+    from rlvr.config import ConfigError
+    from train_helpers import tiny_config
+
+    remote = ("reward.backend=remote", "reward.remote_urls=[http://127.0.0.1:9]")
+    with pytest.raises(ConfigError, match=r"reward\.options\.base_url: .*option 'base_url' of "
+                                          "verifier 'judge' is set by the operator only"):
+        tiny_config(*remote, "reward.verifier=judge", "reward.options={base_url: http://x/v1}")
+    assert tiny_config(*remote, "reward.verifier=math",
+                       "reward.options={answer_form: value}").reward.options == {
+        "answer_form": "value"}

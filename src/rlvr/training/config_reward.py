@@ -25,7 +25,10 @@ class RewardConfig:
     verifier: str = _doc("verifier for every record (a built-in name or one of "
                          "reward.plugins); empty = each record's own", default="")
     options: dict[str, Any] = _doc("options for reward.verifier, e.g. a composite's "
-                                   "{components: [...]}; records' own options otherwise",
+                                   "{components: [...]}; records' own options otherwise. "
+                                   "With backend=remote only the verifier's grading "
+                                   "options: the servers' operator sets the rest "
+                                   "(rlvr serve --verifier-options)",
                                    default_factory=dict)
     workers: int = _doc("verifier workers: processes, or Ray actors of 1 CPU each with "
                         "backend=ray (0 = every core; with ray, the CPUs Ray has free)",
@@ -60,6 +63,8 @@ class RewardConfig:
             raise ConfigError(*problem)
         install_plugins(self)
         check_plugin_names(self, self.verifier, self.options, "")
+        if self.backend == "remote" and self.verifier:
+            _check_sendable(self.verifier, self.options)
         # Options a verifier can check here (the code verifier's packages), before any
         # model is built. Only for workers on this machine: servers and Ray nodes have
         # their own installs, and their verdicts name what they lack.
@@ -96,6 +101,19 @@ def check_plugin_names(reward: RewardConfig, verifier: str, options: dict[str, A
         if is_import_path(name) and name not in reward.plugins:
             raise ConfigError(f"{name!r} is an import path: list it in reward.plugins "
                               "to use your own verifier", section + where)
+
+
+def _check_sendable(verifier: str, options: dict[str, Any]) -> None:
+    """With backend=remote the options travel in every request, and a server refuses
+    the ones only its operator sets: say so when the config loads, not at step 1."""
+    from rlvr.verifiers.untrusted import OperatorPolicy, Refused
+
+    try:
+        OperatorPolicy(check_values=False).options(verifier, options, "backend=remote",
+                                                   "options")
+    except Refused as exc:
+        raise ConfigError(f"{exc} (set it on the servers: rlvr serve --verifier-options "
+                          f"{verifier}=JSON)", exc.field) from None
 
 
 def backend_problem(reward: RewardConfig) -> tuple[str, str] | None:

@@ -49,10 +49,14 @@ class OperatorPolicy:
                       allowed options are laid over them.
     timeout_cap_s:    the longest per-item limit a case may ask for; None = each
                       verifier's own default limit.
+    check_values:     also run the verifier's own option check here (the code check's
+                      packages installed); off where grading runs elsewhere (a trainer
+                      sending to `rlvr serve`: the server checks against its install).
     """
 
     verifier_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     timeout_cap_s: float | None = None
+    check_values: bool = True
 
     def admit(self, case: Case, where: str) -> Case:
         """`case` as the operator allows it: the name checked, the options checked and
@@ -95,7 +99,7 @@ class OperatorPolicy:
             checked[key] = value if nested is None else self._nested(nested, value, where,
                                                                      path)
         merged = {**self.verifier_options.get(name, {}), **checked}
-        if checked and spec.checks_options:
+        if checked and spec.checks_options and self.check_values:
             _check_values(name, merged, where, field_name)
         return merged
 
