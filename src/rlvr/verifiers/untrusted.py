@@ -63,6 +63,9 @@ class OperatorPolicy:
         completed with the operator's, the time limit capped. Refused otherwise (the
         message leads with `where`, e.g. "cases.jsonl:3" or "items[3]")."""
         check_name(case.verifier, where, "verifier")
+        if not case.options and case.timeout_s is None \
+                and case.verifier not in self.verifier_options:
+            return case  # the common item: nothing to refuse, cap or fill in
         options = self.options(case.verifier, case.options, where, "options")
         timeout_s = case.timeout_s
         if timeout_s is not None:
