@@ -15,7 +15,7 @@ from rlvr.training.rewards import check_reward_backend
 from rlvr.training.run import train
 from rlvr.verifiers.pool import Case, VerifierPool
 from serve_helpers import Server
-from train_helpers import tiny_config
+from train_helpers import plugin_reward, tiny_config
 
 TOKEN = "train-token"
 
@@ -29,7 +29,7 @@ def server():
 
 
 def test_remote_rewards_are_the_process_pools(server, tmp_path):
-    cfg = tiny_config("steps=2", "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier",
+    cfg = tiny_config("steps=2", *plugin_reward("train_helpers:LengthVerifier"),
                       "reward.backend=remote", f"reward.remote_urls=[{server.url}]",
                       f"reward.remote_token={TOKEN}")
     train(cfg, tmp_path / "run")

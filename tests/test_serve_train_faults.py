@@ -10,7 +10,7 @@ import pytest
 
 from fault_helpers import Cli, complete_checkpoints, logged, logged_steps, run_rlvr, wait_until
 from serve_helpers import Server
-from train_helpers import TINY_OVERRIDES
+from train_helpers import TINY_OVERRIDES, plugin_reward
 
 STEPS = 8
 PACED = "fault_helpers:PacedLengthVerifier"  # the operator names it: --plugin, reward.plugins
@@ -25,7 +25,7 @@ def test_server_killed_mid_run_is_named_and_the_run_resumes(tmp_path):
     try:
         trainer = Cli(tmp_path / "log", "train", "--run-dir", str(run_dir), *TINY_OVERRIDES,
                       f"steps={STEPS}", "checkpoint_every=2", "keep_checkpoints=0",
-                      "reward.plugins=[fault_helpers:PacedLengthVerifier]", "reward.verifier=fault_helpers:PacedLengthVerifier",
+                      *plugin_reward("fault_helpers:PacedLengthVerifier"),
                       "reward.backend=remote", f"reward.remote_urls=[{server.url}]")
         # Grading is most of a step (8 paced items on one server worker): the kill lands
         # mid-request or between two; either way the next batch finds no server.

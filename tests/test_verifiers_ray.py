@@ -19,7 +19,7 @@ from rlvr.training.config import RewardConfig, TrainConfig
 from rlvr.training.rewards import verifier_pool
 from rlvr.verifiers import Case, VerifierPool
 from rlvr.verifiers.base import REASON_ERROR, REASON_TIMEOUT
-from train_helpers import tiny_config
+from train_helpers import plugin_reward, tiny_config
 
 V = "pool_fixtures:Behaving"
 ADD_TEST = {"test": "def check(candidate):\n    assert candidate(1, 2) == 3\n"
@@ -248,7 +248,7 @@ def test_two_steps_with_ray_reward_as_with_processes(ray_cluster, tmp_path, monk
                         lambda self, cases: batches.append(len(cases)) or
                         real_verify(self, cases))
     # A reward an untrained model earns unevenly, so the steps' means say something.
-    settings = ("steps=2", "checkpoint_every=0", "reward.plugins=[train_helpers:LengthVerifier]", "reward.verifier=train_helpers:LengthVerifier")
+    settings = ("steps=2", "checkpoint_every=0", *plugin_reward("train_helpers:LengthVerifier"))
     train(tiny_config(*settings), tmp_path / "process")
     assert batches == []
     train(tiny_config(*settings, "reward.backend=ray"), tmp_path / "ray")
