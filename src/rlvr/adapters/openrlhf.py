@@ -40,8 +40,9 @@ def _response(query: str, prompt: str, index: int) -> str:
     return query[at + len(prompt):]
 
 
-def _label(label: Any, verifier: str, options: dict[str, Any]) -> tuple[str, Any, dict, bool]:
-    """(verifier, reference, options, chosen by the label itself)."""
+def _label(label: Any, verifier: str, options: dict[str, Any]) -> tuple[Any, Any, Any, bool]:
+    """(verifier, reference, options, chosen by the label itself); what a label chose
+    is checked by the caller (OperatorPolicy), shapes included."""
     if isinstance(label, str) and label.lstrip().startswith("{"):
         try:
             parsed = json.loads(label)
