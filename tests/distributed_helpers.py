@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from train_helpers import plugin_reward
+
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = str(ROOT / "tests")
 SRC = str(ROOT / "src")
@@ -30,7 +32,7 @@ SRC = str(ROOT / "src")
 # tiny_config plus what a 2-rank run needs: no warm-start (refused under torchrun), one
 # generation shard per rank, a checkpoint every step, a reward an untrained model earns
 RUN_OVERRIDES = ["sft.steps=0", "sampling.generation_shards=2", "checkpoint_every=1",
-                 "reward.verifier=train_helpers:LengthVerifier"]
+                 *plugin_reward("train_helpers:LengthVerifier")]
 
 
 def unavailable_reason() -> str | None:

@@ -21,7 +21,7 @@ SLOW = "serve_helpers:SlowVerifier"  # sleeps its reference's seconds, then pass
 
 @pytest.fixture(scope="module", autouse=True)
 def four_workers():
-    common.configure(workers=4)
+    common.configure(workers=4, plugins=[SLOW])
     common.SHARED.verify([common.Case("exact", "1", "1")] * 4)  # start them, untimed
     yield
     common.SHARED.close()

@@ -91,9 +91,10 @@ def _whole_text(completion: list[dict]) -> str:
 
 @pytest.mark.slow  # ~25 s on 2 busy cores, most of it importing TRL
 def test_real_grpo_trainer_logs_rlvrs_verdict_scores(tmp_path):
-    with VerifierPool(workers=1) as own_pool:
-        sync = reward_func(VERIFIER, name="rlvr_sync", pool=own_pool)
-        async_ = reward_func(VERIFIER, name="rlvr_async", asynchronous=True)  # shared pool
+    with VerifierPool(workers=1, plugins=[VERIFIER]) as own_pool:
+        sync = reward_func(VERIFIER, name="rlvr_sync", pool=own_pool, plugins=[VERIFIER])
+        async_ = reward_func(VERIFIER, name="rlvr_async", asynchronous=True,
+                             plugins=[VERIFIER])  # shared pool
         assert isinstance(async_, AsyncRewardFunction) and not isinstance(sync, AsyncRewardFunction)
         trainer, log = _train(tmp_path, [sync, async_])
     assert len(log.steps) == 2
@@ -104,7 +105,7 @@ def test_real_grpo_trainer_logs_rlvrs_verdict_scores(tmp_path):
     assert any(c[0].get("content") for c in completions)
 
     texts = [_whole_text(c) for c in completions]
-    with VerifierPool(workers=1) as pool:  # rlvr's verdicts, graded apart from TRL
+    with VerifierPool(workers=1, plugins=[VERIFIER]) as pool:  # rlvr's verdicts, graded apart from TRL
         verdicts = pool.verify([Case(VERIFIER, text, REFERENCE) for text in texts])
     assert [v.details["text"] for v in verdicts] == texts
     expected = torch.tensor([v.score for v in verdicts]).tolist()  # TRL keeps float32

@@ -154,7 +154,7 @@ def test_verl_reward_loop_awaits_compute_score_async_concurrently(tokenizer, tmp
     # what `custom_reward_function.path=.../rlvr/adapters/verl.py name=compute_score_async
     # +reward_kwargs.verifier=... +reward_kwargs.options=...` gives a verl run; the
     # verifier is the math verifier wrapped to record when each item is graded
-    reward_kwargs = {"verifier": "verl_helpers:TimedMath",
+    reward_kwargs = {"verifier": "verl_helpers:TimedMath", "plugins": ["verl_helpers:TimedMath"],
                      "options": {"log_dir": str(log_dir), "delay_s": delay_s}}
     config = OmegaConf.create({
         "actor_rollout_ref": {"model": {"path": str(tokenizer_dir),

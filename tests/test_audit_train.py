@@ -9,7 +9,7 @@ from pathlib import Path
 
 from audit_fixtures import read_jsonl
 from cli_helpers import run_cli
-from train_helpers import TINY_OVERRIDES
+from train_helpers import TINY_OVERRIDES, plugin_reward
 
 
 def test_trainer_warns_and_rlvr_audit_flags_a_real_run(tmp_path, monkeypatch):
@@ -19,7 +19,7 @@ def test_trainer_warns_and_rlvr_audit_flags_a_real_run(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")]))
     run_dir = tmp_path / "run"
     result = run_cli("train", "--run-dir", str(run_dir), "steps=2", "audit_every=1",
-                     "checkpoint_every=0", "reward.verifier=audit_fixtures:ArithmeticEchoVerifier",
+                     "checkpoint_every=0", *plugin_reward("audit_fixtures:ArithmeticEchoVerifier"),
                      *TINY_OVERRIDES, timeout=240)
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if line.startswith("audit warning")]

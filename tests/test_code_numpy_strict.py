@@ -16,6 +16,7 @@ import pytest
 
 from cli_helpers import SRC
 from rlvr.verifiers.code import CodeVerifier
+from rlvr.verifiers.registry import spec_for
 
 SHIPPED = Path(__file__).resolve().parents[1] / "examples" / "code_numpy_checks.jsonl"
 EMPTY_BODIES = ("return []", "return np.array([])", "return np.zeros((0,))")
@@ -124,7 +125,8 @@ def test_option_must_be_a_boolean_before_any_sandbox_starts():
             CodeVerifier(strict_numeric=bad)
         with pytest.raises(ValueError, match="strict_numeric"):
             CodeVerifier.check_options({"strict_numeric": bad})
-    assert "strict_numeric" in CodeVerifier.REQUEST_SAFE_OPTIONS
+    # a grading option, so a request or a data line may set it
+    assert "strict_numeric" in spec_for("code").request_options
 
 
 STRICT_RULES = r"""

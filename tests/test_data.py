@@ -46,7 +46,7 @@ def test_template_id_and_metadata(tmp_path):
     ([{"prompt": "x", "reference": "1", "verifier": "exact"}, {"prompt": "", "reference": "1",
       "verifier": "exact"}], "t.jsonl:2: field 'prompt' must be non-empty"),
     ([{"prompt": "x", "verifier": "exact"}], "t.jsonl:1: missing field 'reference'"),
-    ([{"prompt": "x", "reference": "1", "verifier": "nope"}], "t.jsonl:1: unknown verifier"),
+    ([{"prompt": "x", "reference": "1", "verifier": "nope"}], "t.jsonl:1: field 'verifier': unknown verifier"),
     ([{"prompt": "x", "reference": {"a": 1}, "verifier": "exact"}],
      "t.jsonl:1: invalid reference for verifier 'exact'"),
     ([{"prompt": "x", "reference": "1"}], "t.jsonl:1: missing field 'verifier'"),

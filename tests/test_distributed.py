@@ -25,12 +25,12 @@ import torch
 from safetensors.torch import load_file
 
 from rlvr.distributed.context import Dist, reduce_metrics
-from train_helpers import TINY_OVERRIDES
+from train_helpers import TINY_OVERRIDES, plugin_reward
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
 RUN = [*TINY_OVERRIDES, "sft.steps=0", "sampling.generation_shards=2", "checkpoint_every=1",
-       "reward.verifier=train_helpers:LengthVerifier", "optim.lr=1e-3",
+       *plugin_reward("train_helpers:LengthVerifier"), "optim.lr=1e-3",
        "optim.warmup_steps=0", "keep_checkpoints=0"]
 needs_gloo = pytest.mark.skipif(not torch.distributed.is_available()
                                 or not torch.distributed.is_gloo_available(),

@@ -14,7 +14,7 @@ V = "pool_fixtures:Behaving"
 
 @pytest.fixture(scope="module")
 def pool():
-    with VerifierPool(workers=2, timeout_s=1.0, memory_mb=1024).start() as p:
+    with VerifierPool(workers=2, timeout_s=1.0, memory_mb=1024, plugins=[V]).start() as p:
         yield p
 
 
@@ -86,7 +86,7 @@ def test_empty_batch(pool):
 
 
 def test_worker_that_cannot_start_raises_clearly(monkeypatch):
-    pool = VerifierPool(workers=1, preload=())
+    pool = VerifierPool(workers=1, preload=(), plugins=[V])
     monkeypatch.setattr("sys.executable", "/bin/false")
     with pytest.raises(RuntimeError, match="die at start-up"):
         pool.verify([Case(V, "1", None)])
@@ -110,7 +110,7 @@ def test_worker_killed_mid_batch_in_rlvr_verify_errors_that_item_alone(tmp_path)
     out = tmp_path / "verdicts.jsonl"
     start = time.monotonic()
     verify = Cli(tmp_path / "log", "verify", "--input", str(cases), "--output", str(out),
-                 "--workers", "2", "--timeout", "120")
+                 "--workers", "2", "--timeout", "120", "--plugin", "fault_helpers:Marked")
     try:
         wait_until(marker.exists, "the item's worker to start it", verify, timeout=60)
         pid = int(marker.read_text())

@@ -16,7 +16,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import phase_meter  # noqa: E402
 import profile_learning  # noqa: E402
-from train_helpers import tiny_config  # noqa: E402
+from train_helpers import plugin_reward, tiny_config  # noqa: E402
 
 MB = 2**20
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -58,7 +58,7 @@ def test_every_phase_of_a_tiny_run_is_labelled(tmp_path, monkeypatch):
     from rlvr.training.run import train
 
     train(tiny_config("steps=2", "checkpoint_every=1",
-                      "reward.verifier=train_helpers:LengthVerifier"), tmp_path / "run")
+                      *plugin_reward("train_helpers:LengthVerifier")), tmp_path / "run")
     labels = {profile_learning.generic(r.label) for r in meter.records}
     for expected in ("load_model", "engine_setup", "sft", "eval", "eval/generate",
                      "checkpoint", "adam_state", "step", "step/generate", "step/verify",

@@ -15,7 +15,7 @@ from rlvr.rollout.base import EngineCapabilities, KeptActivations, SamplingParam
 from rlvr.rollout.capture import ActivationCapture
 from rlvr.rollout.hf import HFRolloutEngine
 from rlvr.training.tiny import char_tokenizer, tiny_llama
-from train_helpers import tiny_config
+from train_helpers import plugin_reward, tiny_config
 
 
 class OffNumericsEngine(HFRolloutEngine):
@@ -85,7 +85,7 @@ def test_an_engine_with_other_numbers_trains_on_recomputed_pi_old(tmp_path, off_
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent),
                                                       os.environ.get("PYTHONPATH", "")]))
     train(tiny_config("steps=1", "sft.steps=0", "sampling.group_size=4", off_engine,
-                      "reward.verifier=train_helpers:LengthVerifier"), tmp_path / "r")
+                      *plugin_reward("train_helpers:LengthVerifier")), tmp_path / "r")
     import json
     metrics = json.loads((tmp_path / "r" / "metrics.jsonl").read_text().splitlines()[0])
     assert metrics["rows_trained"] > 0

@@ -34,7 +34,8 @@ def _wait_for(predicate, timeout: float = 20.0) -> None:
 @pytest.fixture(scope="module")
 def tiny_queue():
     """One worker, room for 2 admitted items."""
-    srv = Server("--workers", "1", "--max-items", "2", "--preload", "exact")
+    srv = Server("--workers", "1", "--max-items", "2", "--preload", "exact",
+                 "--plugin", "serve_helpers:SlowVerifier")
     yield srv
     assert srv.stop() == 0
 
@@ -79,7 +80,7 @@ def test_deadline_gives_error_verdicts_and_the_server_stays_healthy(tiny_queue):
 
 
 def test_a_server_killed_mid_request_is_an_error_naming_its_url():
-    server = Server("--workers", "1", "--preload", "exact")
+    server = Server("--workers", "1", "--preload", "exact", "--plugin", "serve_helpers:SlowVerifier")
     client = ServeClient(server.url)
     try:
         waiting, box = _in_background(lambda: _raised(lambda: client.verify([slow(5.0)])))

@@ -15,20 +15,21 @@ from rlvr.training.rewards import check_reward_backend
 from rlvr.training.run import train
 from rlvr.verifiers.pool import Case, VerifierPool
 from serve_helpers import Server
-from train_helpers import tiny_config
+from train_helpers import plugin_reward, tiny_config
 
 TOKEN = "train-token"
 
 
 @pytest.fixture(scope="module")
 def server():
-    srv = Server("--workers", "1", "--preload", "", token=TOKEN)
+    srv = Server("--workers", "1", "--preload", "", "--plugin", "train_helpers:LengthVerifier",
+                 token=TOKEN)
     yield srv
     assert srv.stop() == 0
 
 
 def test_remote_rewards_are_the_process_pools(server, tmp_path):
-    cfg = tiny_config("steps=2", "reward.verifier=train_helpers:LengthVerifier",
+    cfg = tiny_config("steps=2", *plugin_reward("train_helpers:LengthVerifier"),
                       "reward.backend=remote", f"reward.remote_urls=[{server.url}]",
                       f"reward.remote_token={TOKEN}")
     train(cfg, tmp_path / "run")
@@ -36,7 +37,7 @@ def test_remote_rewards_are_the_process_pools(server, tmp_path):
     assert len(rollouts) == 2 * 4 * 2  # steps x prompts x samples
     cases = [Case("train_helpers:LengthVerifier", r["completion"], r["reference"],
                   prompt=r["prompt"]) for r in rollouts]
-    with VerifierPool(workers=1) as pool:
+    with VerifierPool(workers=1, plugins=["train_helpers:LengthVerifier"]) as pool:
         local = pool.verify(cases)
     assert [r["verdict"] for r in rollouts] == [v.to_dict() for v in local]
     # rewards are float32 tensors in the trainer

@@ -10,21 +10,22 @@ import pytest
 
 from fault_helpers import Cli, complete_checkpoints, logged, logged_steps, run_rlvr, wait_until
 from serve_helpers import Server
-from train_helpers import TINY_OVERRIDES
+from train_helpers import TINY_OVERRIDES, plugin_reward
 
 STEPS = 8
+PACED = "fault_helpers:PacedLengthVerifier"  # the operator names it: --plugin, reward.plugins
 
 
 @pytest.mark.slow
 def test_server_killed_mid_run_is_named_and_the_run_resumes(tmp_path):
     run_dir = tmp_path / "run"
-    server = Server("--workers", "1", "--preload", "")
+    server = Server("--workers", "1", "--preload", "", "--plugin", PACED)
     port = server.url.rsplit(":", 1)[1]
     trainer = None
     try:
         trainer = Cli(tmp_path / "log", "train", "--run-dir", str(run_dir), *TINY_OVERRIDES,
                       f"steps={STEPS}", "checkpoint_every=2", "keep_checkpoints=0",
-                      "reward.verifier=fault_helpers:PacedLengthVerifier",
+                      *plugin_reward("fault_helpers:PacedLengthVerifier"),
                       "reward.backend=remote", f"reward.remote_urls=[{server.url}]")
         # Grading is most of a step (8 paced items on one server worker): the kill lands
         # mid-request or between two; either way the next batch finds no server.
@@ -40,7 +41,7 @@ def test_server_killed_mid_run_is_named_and_the_run_resumes(tmp_path):
                 f"its last checkpoint (step {saved}): rlvr train --resume {run_dir}") in err
         assert "Traceback" not in err and stopped < STEPS
 
-        server = Server("--workers", "1", "--preload", "", "--port", port)  # the same URL
+        server = Server("--workers", "1", "--preload", "", "--plugin", PACED, "--port", port)  # the same URL
         resumed = run_rlvr("train", "--resume", str(run_dir))
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert f"resuming {run_dir} from step {saved}" in resumed.stderr

@@ -15,13 +15,13 @@ from safetensors.torch import load_file
 
 from fault_helpers import (Cli, complete_checkpoints, logged, logged_steps, run_rlvr,
                            wait_until)
-from train_helpers import TINY_OVERRIDES
+from train_helpers import TINY_OVERRIDES, plugin_reward
 
 TIMING = ("time/", "tokens_per_s")
 EVERY = 3  # checkpoint_every
 STEPS = 10
 PACED = [*TINY_OVERRIDES, f"steps={STEPS}", f"checkpoint_every={EVERY}", "keep_checkpoints=0",
-         "algorithm.minibatches=2", "reward.verifier=fault_helpers:PacedLengthVerifier"]
+         "algorithm.minibatches=2", *plugin_reward("fault_helpers:PacedLengthVerifier")]
 
 
 def _comparable(run_dir):
@@ -103,7 +103,7 @@ def small_disk(tmp_path):
 def test_full_disk_mid_checkpoint_keeps_the_previous_one_and_resumes(small_disk):
     run_dir = small_disk.parent
     settings = [*TINY_OVERRIDES, "steps=6", "checkpoint_every=2", "keep_checkpoints=0",
-                "reward.verifier=train_helpers:LengthVerifier"]
+                *plugin_reward("train_helpers:LengthVerifier")]
     failed = run_rlvr("train", "--run-dir", str(run_dir), *settings)
     assert failed.returncode == 3, failed.stderr[-3000:]
     # step 0 and step 2 fit, step 4 does not
@@ -181,7 +181,7 @@ def test_verifier_worker_killed_mid_step_errors_that_rollout_and_the_run_goes_on
     arm, marker, run_dir = tmp_path / "arm", tmp_path / "busy.pid", tmp_path / "run"
     trainer = Cli(tmp_path / "log", "train", "--run-dir", str(run_dir), *TINY_OVERRIDES,
                   "steps=4", "checkpoint_every=0", "reward.timeout_s=120",
-                  "reward.verifier=fault_helpers:KilledWhenArmed",
+                  *plugin_reward("fault_helpers:KilledWhenArmed"),
                   f"reward.options={{arm: {arm}, marker: {marker}}}")
     try:
         wait_until(lambda: logged_steps(run_dir) == [1], "step 1 in metrics.jsonl", trainer)

@@ -16,12 +16,12 @@ import rlvr.training.run as run_module
 from cli_helpers import run_cli
 from rlvr.training.run import train
 from rlvr.training.setup import load_policy
-from train_helpers import interrupt_at, tiny_config
+from train_helpers import interrupt_at, plugin_reward, tiny_config
 
 pytest.importorskip("peft", reason="LoRA needs the peft extra")
 
 LORA = ["model.lora.enabled=true", "model.lora.rank=4", "model.lora.alpha=8",
-        "optim.lr=5e-2", "reward.verifier=train_helpers:LengthVerifier", "keep_checkpoints=0",
+        "optim.lr=5e-2", *plugin_reward("train_helpers:LengthVerifier"), "keep_checkpoints=0",
         "checkpoint_every=1"]
 
 

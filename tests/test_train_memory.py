@@ -22,7 +22,7 @@ import rlvr.training.sft as sft
 from rlvr.algorithms import token_logprobs_and_entropy
 from rlvr.rollout.fast_llama import FastLlama
 from rlvr.training.run import train
-from train_helpers import tiny_config
+from train_helpers import plugin_reward, tiny_config
 
 TESTS = str(Path(__file__).parent)
 
@@ -34,7 +34,8 @@ def _length_verifier_importable(monkeypatch):
 
 
 def _config(*extra: str):
-    return tiny_config("steps=2", "checkpoint_every=0", "reward.verifier=train_helpers:LengthVerifier",
+    return tiny_config("steps=2", "checkpoint_every=0",
+                       *plugin_reward("train_helpers:LengthVerifier"),
                        *extra)
 
 

@@ -18,7 +18,7 @@ from rlvr.training.loop import accumulate_gradients
 from rlvr.training.run import train
 from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
 from rlvr.update_paths.paths import ReplayPath, UpdatePath
-from train_helpers import tiny_config
+from train_helpers import plugin_reward, tiny_config
 
 ROWS = 16  # 4 prompts x 4 samples
 
@@ -136,7 +136,7 @@ def test_training_in_micro_batches_ends_at_the_same_weights(tmp_path, monkeypatc
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent),
                                                       os.environ.get("PYTHONPATH", "")]))
     common = ("steps=2", "sft.steps=0", "sampling.group_size=4", "algorithm.minibatches=2",
-              "reward.verifier=train_helpers:LengthVerifier")
+              *plugin_reward("train_helpers:LengthVerifier"))
     train(tiny_config(*common), tmp_path / "one")
     train(tiny_config(*common, "algorithm.micro_batch_rows=3"), tmp_path / "micro")
     one, micro = _metrics(tmp_path / "one"), _metrics(tmp_path / "micro")

@@ -22,7 +22,7 @@ from rlvr.rollout import factory
 from rlvr.rollout.base import EngineCapabilities
 from rlvr.rollout.hf import HFRolloutEngine
 from rlvr.training.run import train
-from train_helpers import tiny_config
+from train_helpers import plugin_reward, tiny_config
 
 LN2 = math.log(2.0)
 MISMATCH = ("mismatch/kl", "mismatch/abs_dlogprob", "mismatch/ratio_min",
@@ -61,7 +61,7 @@ def _first_step(tmp_path: Path, name: str, *overrides: str) -> dict:
     """Step 1's metrics of a one-step run: no warm-start, one minibatch, a reward that
     differs within groups (so rows have a gradient), the same samples in every run."""
     train(tiny_config("steps=1", "sft.steps=0", "sampling.group_size=4",
-                      "reward.verifier=train_helpers:LengthVerifier", *overrides),
+                      *plugin_reward("train_helpers:LengthVerifier"), *overrides),
           tmp_path / name)
     return json.loads((tmp_path / name / "metrics.jsonl").read_text().splitlines()[0])
 

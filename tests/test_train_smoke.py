@@ -16,7 +16,7 @@ from rlvr.config import load_config
 from rlvr.training.config import TrainConfig
 from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
 from cli_helpers import run_cli
-from train_helpers import TINY_OVERRIDES
+from train_helpers import TINY_OVERRIDES, plugin_reward
 
 
 def test_two_step_run_writes_every_file(tmp_path, monkeypatch):
@@ -27,7 +27,7 @@ def test_two_step_run_writes_every_file(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     result = run_cli("train", "--run-dir", str(run_dir), "steps=2", "checkpoint_every=1",
                      "eval_every=1",
-                     "keep_checkpoints=0", "reward.verifier=train_helpers:LengthVerifier",
+                     "keep_checkpoints=0", *plugin_reward("train_helpers:LengthVerifier"),
                      *TINY_OVERRIDES, timeout=240)
     assert result.returncode == 0, result.stderr
     assert "held-out accuracy before RL" in result.stderr  # live, when it is measured

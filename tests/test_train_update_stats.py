@@ -14,7 +14,7 @@ import torch
 import rlvr.training.loop as loop
 from rlvr.training.algorithm import build_algorithm
 from rlvr.training.run import train
-from train_helpers import tiny_config
+from train_helpers import plugin_reward, tiny_config
 
 NO_SIGNAL = {"policy_loss": 0.0, "loss": 0.0}  # what a minibatch without signal reports
 MEASURED = {"clip_frac_low": 0.1, "clip_frac_high": 0.2, "clip_frac": 0.3,
@@ -67,7 +67,7 @@ def test_every_metrics_line_has_the_same_keys(tmp_path, monkeypatch):
     # audit every 2 of 3 steps: the audit's count is logged on the steps between too
     common = ("steps=3", "sft.steps=0", "algorithm.minibatches=2", "audit_every=2")
     train(tiny_config(*common, "reward.verifier=exact"), tmp_path / "idle")
-    train(tiny_config(*common, "reward.verifier=train_helpers:LengthVerifier"),
+    train(tiny_config(*common, *plugin_reward("train_helpers:LengthVerifier")),
           tmp_path / "some")
     idle, some = _keys(tmp_path / "idle"), _keys(tmp_path / "some")
     assert all(keys == idle[0] for keys in idle) and all(keys == some[0] for keys in some)

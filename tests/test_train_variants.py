@@ -23,7 +23,8 @@ def length_reward(monkeypatch):
     it by path, so the tests dir goes on their PYTHONPATH)."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent),
                                                       os.environ.get("PYTHONPATH", "")]))
-    return "reward.verifier=train_helpers:LengthVerifier"
+    return ("reward.plugins=[train_helpers:LengthVerifier]",
+            "reward.verifier=train_helpers:LengthVerifier")
 
 
 def metrics(run_dir):
@@ -50,7 +51,7 @@ def test_no_reference_model_at_beta_zero(tmp_path, monkeypatch):
      "algorithm.epochs=2", "algorithm.minibatches=2", "algorithm.recompute_old_logprobs=true"],
 ])
 def test_kl_and_variants_run(tmp_path, extra, length_reward):
-    summary = train(tiny_config("steps=2", "sft.steps=0", length_reward, *extra),
+    summary = train(tiny_config("steps=2", "sft.steps=0", *length_reward, *extra),
                     tmp_path / "r")
     lines = metrics(tmp_path / "r")
     assert [m["step"] for m in lines] == [1, 2]
@@ -69,7 +70,7 @@ def test_kl_and_variants_run(tmp_path, extra, length_reward):
 
 def test_dynamic_sampling_keeps_only_informative_groups(tmp_path, length_reward):
     train(tiny_config("steps=2", "sft.steps=0", "algorithm.dynamic_sampling=true",
-                      "algorithm.max_draws=3", length_reward), tmp_path / "r")
+                      "algorithm.max_draws=3", *length_reward), tmp_path / "r")
     for m in metrics(tmp_path / "r"):
         assert 1 <= m["dynamic/draws"] <= 3
         assert m["dynamic/groups_kept"] <= 4
@@ -81,7 +82,7 @@ def test_overlong_mask_leaves_nothing_to_learn_from_truncated_attempts(tmp_path,
     # 2 new tokens, always the most likely one (top_k=1): this untrained model's most
     # likely tokens are never EOS, so every attempt is cut (whatever the sampler's draws).
     train(tiny_config("steps=1", "sft.steps=0", "sampling.max_new_tokens=2",
-                      "sampling.top_k=1", "reward.overlong=mask", length_reward),
+                      "sampling.top_k=1", "reward.overlong=mask", *length_reward),
           tmp_path / "r")
     m = metrics(tmp_path / "r")[0]
     assert m["truncation_rate"] == 1.0 and m["reward/std"] > 0
@@ -91,7 +92,8 @@ def test_overlong_mask_leaves_nothing_to_learn_from_truncated_attempts(tmp_path,
 def test_composite_reward_logs_each_component(tmp_path, length_reward):
     options = ('reward.options={components: [{verifier: exact, name: exact}, '
                '{verifier: "train_helpers:LengthVerifier", name: length}]}')
-    train(tiny_config("steps=1", "sft.steps=0", "reward.verifier=composite", options),
+    train(tiny_config("steps=1", "sft.steps=0", length_reward[0], "reward.verifier=composite",
+                      options),
           tmp_path / "r")
     m = metrics(tmp_path / "r")[0]
     assert m["reward/exact"] == 0.0  # an untrained model never gets a sum right
@@ -114,7 +116,8 @@ def test_skipping_zero_advantage_rows_changes_nothing_but_work(tmp_path, reward,
     update on every row: with the length reward some groups are uniform and some are not;
     with "exact" an untrained model gets every sum wrong, so no row has a signal and
     AdamW steps on a zero gradient."""
-    common = ("steps=2", "sft.steps=0", f"reward.verifier={reward}", "sampling.group_size=4")
+    common = ("steps=2", "sft.steps=0", length_reward[0], f"reward.verifier={reward}",
+              "sampling.group_size=4")
     train(tiny_config(*common), tmp_path / "skip")
     train(tiny_config(*common, "algorithm.skip_zero_advantage=false"), tmp_path / "all")
     skipped, full = metrics(tmp_path / "skip"), metrics(tmp_path / "all")

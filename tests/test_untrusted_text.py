@@ -153,7 +153,8 @@ def test_rlvr_verify_writes_every_line_whatever_the_text(tmp_path):
     path, out = tmp_path / "cases.jsonl", tmp_path / "out.jsonl"
     path.write_text("".join(json.dumps(c) + "\n" for c in _echo_cases(completions)))
     result = subprocess.run([sys.executable, "-m", "rlvr", "verify", "--input", str(path),
-                             "--output", str(out), "--workers", "1"], env=_env(), text=True,
+                             "--output", str(out), "--workers", "1", "--plugin", ECHO],
+                            env=_env(), text=True,
                             capture_output=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     raw = out.read_bytes().decode("utf-8")  # strict UTF-8: no lone surrogate on disk
@@ -164,7 +165,7 @@ def test_rlvr_serve_answers_200_whatever_the_text():
     from serve_helpers import Server
 
     completions = texts(40, seed=5) + [SURROGATE]
-    server = Server("--workers", "1", "--timeout", "30")
+    server = Server("--workers", "1", "--timeout", "30", "--plugin", ECHO)
     try:
         answer = server.post("/verify", {"items": _echo_cases(completions)}, 120)
         assert answer.status_code == 200, answer.text[-2000:]

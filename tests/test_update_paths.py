@@ -134,7 +134,8 @@ def length_reward(monkeypatch):
     """A reward an untrained model earns unevenly, so the update has rows with signal."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent),
                                                       os.environ.get("PYTHONPATH", "")]))
-    return "reward.verifier=train_helpers:LengthVerifier"
+    return ("reward.plugins=[train_helpers:LengthVerifier]",
+            "reward.verifier=train_helpers:LengthVerifier")
 
 
 def _metrics(run_dir):
@@ -146,7 +147,7 @@ def test_metrics_record_the_path_and_paths_train_alike(tmp_path, length_reward):
     sample the same completions and end at the same weights."""
     from safetensors.torch import load_file
 
-    common = ("steps=2", "sft.steps=0", "sampling.group_size=4", length_reward)
+    common = ("steps=2", "sft.steps=0", "sampling.group_size=4", *length_reward)
     runs = {"auto": "replay", "plain": "plain", "tree": "tree"}
     for requested in runs:
         train(tiny_config(*common, f"update.path={requested}"), tmp_path / requested)

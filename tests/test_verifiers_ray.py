@@ -19,7 +19,7 @@ from rlvr.training.config import RewardConfig, TrainConfig
 from rlvr.training.rewards import verifier_pool
 from rlvr.verifiers import Case, VerifierPool
 from rlvr.verifiers.base import REASON_ERROR, REASON_TIMEOUT
-from train_helpers import tiny_config
+from train_helpers import plugin_reward, tiny_config
 
 V = "pool_fixtures:Behaving"
 ADD_TEST = {"test": "def check(candidate):\n    assert candidate(1, 2) == 3\n"
@@ -60,7 +60,8 @@ def ray_cluster():
 def ray_pool(ray_cluster):
     from rlvr.verifiers.ray_pool import RayVerifierPool
 
-    with RayVerifierPool(workers=2, memory_mb=1024, preload=PRELOAD).start() as pool:
+    with RayVerifierPool(workers=2, memory_mb=1024, preload=PRELOAD,
+                         plugins=[V]).start() as pool:
         yield pool
 
 
@@ -69,7 +70,7 @@ def _triples(verdicts):
 
 
 def test_ray_pool_gives_the_process_pools_verdicts(ray_pool):
-    with VerifierPool(workers=2, memory_mb=1024, preload=PRELOAD) as pool:
+    with VerifierPool(workers=2, memory_mb=1024, preload=PRELOAD, plugins=[V]) as pool:
         expected = pool.verify(MIXED)
     start = time.monotonic()
     got = ray_pool.verify(MIXED)
@@ -133,7 +134,8 @@ def test_actors_that_die_at_start_up_raise_clearly(ray_cluster):
     # 1 MB of RLIMIT_DATA, but a Ray worker short of memory may hang instead of dying.)
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="actors die at start-up.*ActorDiedError"):
-        with RayVerifierPool(workers=1, preload=["ray_helpers:DiesOnLoad"]) as pool:
+        with RayVerifierPool(workers=1, preload=["ray_helpers:DiesOnLoad"],
+                             plugins=["ray_helpers:DiesOnLoad"]) as pool:
             pool.verify([Case("exact", "#### 1", "1")])
     assert time.monotonic() - start < 60
 
@@ -246,7 +248,7 @@ def test_two_steps_with_ray_reward_as_with_processes(ray_cluster, tmp_path, monk
                         lambda self, cases: batches.append(len(cases)) or
                         real_verify(self, cases))
     # A reward an untrained model earns unevenly, so the steps' means say something.
-    settings = ("steps=2", "checkpoint_every=0", "reward.verifier=train_helpers:LengthVerifier")
+    settings = ("steps=2", "checkpoint_every=0", *plugin_reward("train_helpers:LengthVerifier"))
     train(tiny_config(*settings), tmp_path / "process")
     assert batches == []
     train(tiny_config(*settings, "reward.backend=ray"), tmp_path / "ray")

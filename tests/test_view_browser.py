@@ -16,7 +16,7 @@ import pytest
 
 from audit_fixtures import STEPS, hacks_at, read_jsonl, write_run
 from cli_helpers import run_cli
-from train_helpers import TINY_OVERRIDES
+from train_helpers import TINY_OVERRIDES, plugin_reward
 from view_helpers import browser_page, chromium_args, require_browser, served, wait_until
 
 pytestmark = pytest.mark.slow
@@ -32,7 +32,7 @@ def real_run(tmp_path_factory):
     tests_dir = str(Path(__file__).parent)
     os.environ["PYTHONPATH"] = os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")])
     result = run_cli("train", "--run-dir", str(run_dir), "steps=3", "sampling.prompts_per_step=6",
-                     "reward.verifier=train_helpers:LengthVerifier", *TINY_OVERRIDES, timeout=240)
+                     *plugin_reward("train_helpers:LengthVerifier"), *TINY_OVERRIDES, timeout=240)
     assert result.returncode == 0, result.stderr
     return run_dir
 

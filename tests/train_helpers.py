@@ -46,3 +46,9 @@ def interrupt_at(step_to_fail: int):
         return real_step(trainer, step)
 
     return dying_step
+
+
+def plugin_reward(path: str) -> tuple[str, str]:
+    """Overrides that make the test verifier `path` ("module:Class") the run's reward:
+    listed in reward.plugins (the operator names code) and named by reward.verifier."""
+    return f"reward.plugins=[{path}]", f"reward.verifier={path}"

@@ -1,5 +1,8 @@
-"""Helpers both adapters share: plain Python values from dataset rows, completion text
-from chat messages, a lazily started process-wide pool."""
+"""Helpers the adapters share: plain Python values from dataset rows, completion text
+from chat messages, a lazily started process-wide pool, and the rule that a dataset
+column (TRL's verifier column, verl's data_source and extra_info, an OpenRLHF label)
+names a verifier, never code: `data_verifier` refuses an import path the operator did
+not list as a plugin (`plugins=` of each adapter, or `configure(plugins=...)`)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from typing import Any, Sequence
 
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case, VerifierPool, default_workers
-from rlvr.verifiers.registry import resolve_factory, spec_for
+from rlvr.verifiers.registry import add_plugins, plugins, resolve_factory, spec_for
+from rlvr.verifiers.untrusted import check_name
 
 # Verifiers whose reference is a string in its own right; a JSON-looking string is
 # parsed into an object for every other verifier (parquet and Arrow columns often
@@ -61,6 +65,20 @@ def check_options(verifier: str, options: dict[str, Any]) -> None:
     """Raise ValueError now, in the trainer, when `options` do not fit `verifier`;
     in a worker the same mistake would score every item 0 with reason "error"."""
     _check_options(verifier, json.dumps(options, sort_keys=True, default=str))
+
+
+def data_verifier(name: Any, where: str, field: str) -> str:
+    """`name` from a dataset column, as a verifier name; ValueError (rlvr's Refused)
+    naming `where` and `field` when it is an import path the operator did not list."""
+    check_name(name, where, field)
+    return name
+
+
+def use_plugins(paths: Sequence[str] | None, where: str = "plugins") -> None:
+    """Install the operator's plugins (adapter arguments, never data) in this process;
+    the shared pool's workers get them too."""
+    if paths:
+        add_plugins(list(paths), where)
 
 
 def completion_text(completion: Any) -> str:
@@ -110,6 +128,9 @@ class SharedPool:
     parallel, and one batch spreads over every idle worker, each taking the next item
     (a slow item holds up its worker only). Started on first use, closed at exit.
 
+    Plugins: every plugin this process installed (`configure(plugins=...)` or an
+    adapter's `plugins=`) goes to the workers; a pool built before a plugin was added
+    is replaced the next time it is lent.
     Workers: `configure(workers=N)`, else $RLVR_VERIFIER_WORKERS, else this process's
     share of the cores: cores / $LOCAL_WORLD_SIZE, so the ranks of one machine under
     accelerate or torchrun do not each start a worker per core.
@@ -124,9 +145,12 @@ class SharedPool:
         self._remote: Any = None
         self._lock = threading.Lock()
 
-    def configure(self, workers: int | None = None) -> None:
-        """Set the worker count before the first call (later calls keep the pools)."""
+    def configure(self, workers: int | None = None,
+                  plugin_paths: Sequence[str] | None = None) -> None:
+        """Set the worker count before the first call (later calls keep the pools) and
+        install the operator's plugins."""
         self.workers = workers
+        use_plugins(plugin_paths)
 
     def size(self) -> int:
         if self.workers:
@@ -176,7 +200,14 @@ class SharedPool:
                 if len(self._pools) == 1:
                     atexit.register(self.close)
                 return pool
-        return self._idle.get()  # every worker is busy: wait for one
+        pool = self._idle.get()  # every worker is busy: wait for one
+        if pool.plugins != plugins():  # built before a plugin was added: rebuild
+            pool.close()
+            fresh = VerifierPool(workers=1)
+            with self._lock:
+                self._pools[self._pools.index(pool)] = fresh
+            pool = fresh
+        return pool
 
     def _remote_pool(self) -> Any:
         urls = [u.strip() for u in os.environ.get("RLVR_SERVE_URLS", "").split(",") if u.strip()]
@@ -204,7 +235,8 @@ class SharedPool:
 SHARED = SharedPool()  # the one both adapters use
 
 
-def configure(workers: int | None = None) -> None:
+def configure(workers: int | None = None, plugins: Sequence[str] | None = None) -> None:
     """Worker processes for the adapters' shared pool in this process (call before the
-    first reward; default: this rank's share of the cores, see `SharedPool`)."""
-    SHARED.configure(workers)
+    first reward; default: this rank's share of the cores, see `SharedPool`), and the
+    operator's plugins ("module:Class" verifiers that data may then name)."""
+    SHARED.configure(workers, plugins)

@@ -20,6 +20,10 @@ can mix tasks with one reward function per verifier; with `verifier=None` each r
 "verifier" column picks it. A row whose reference is missing (None) gets None. An
 invalid reference raises ValueError naming the row (a data bug must not train as 0),
 unless `on_invalid="none"`.
+
+The verifier column is data: it names a built-in or a plugin you listed
+(`plugins=["my_pkg.rewards:MyVerifier"]`, then known by that string), never other
+code; a row naming another import path raises ValueError naming the row and column.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from rlvr.adapters.common import (
-    SHARED, check_options, completion_text, normalise_reference, prompt_text,
+    SHARED, check_options, completion_text, data_verifier, normalise_reference, prompt_text,
+    use_plugins,
 )
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case, VerifierPool
@@ -46,6 +51,8 @@ class RewardFunction:
     on_invalid:        "raise" (default) or "none" for rows with an invalid reference.
     workers:           worker processes of the shared pool in this process (this rank);
                        default: the rank's share of the cores (cores / LOCAL_WORLD_SIZE).
+    plugins:           your own verifiers ("module:Class"), installed here and in the
+                       workers; the verifier (or a row) names one by that string.
 
     When TRL passes `log_extra` and `log_metric` (TRL >= 1.0), each completion's
     verdict reason goes to the completions table as "<name>_reason" and the batch's
@@ -57,7 +64,8 @@ class RewardFunction:
                  verifier_column: str = "verifier", options: dict[str, Any] | None = None,
                  pool: VerifierPool | None = None, timeout_s: float | None = None,
                  name: str | None = None, on_invalid: str = "raise",
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, plugins: Sequence[str] | None = None) -> None:
+        use_plugins(plugins)  # before the name is checked: it may be one of them
         if verifier is not None:
             check_options(verifier, dict(options or {}))  # unknown name or bad options: now
         if on_invalid not in ("raise", "none"):
@@ -77,8 +85,10 @@ class RewardFunction:
             if not row_value:
                 raise ValueError(f"{self.__name__}: row {index} has no '{self.verifier_column}' "
                                  "column value and no fixed verifier was given")
-            check_options(str(row_value), self.options)
-            return str(row_value)
+            name = data_verifier(row_value, f"{self.__name__}: row {index}",
+                                 self.verifier_column)
+            check_options(name, self.options)
+            return name
         if row_value and row_value != self.verifier:
             return None  # another reward function's row
         return self.verifier

@@ -17,10 +17,15 @@ Point verl at this module:
 
 Which verifier grades an item, first match wins: the `verifier` keyword (reward_kwargs),
 extra_info["verifier"], data_source itself when it is a verifier name, else
-DATA_SOURCE_VERIFIERS[data_source]. Returns {"score": float, "passed" and "acc": 0.0 or
-1.0, "pred": the extracted answer or ""} (acc and pred are what verl's validation
-metrics read); with `log_components=True` a composite's per-component scores are added
-as "<component>_score". Invalid references raise ValueError (a data bug, not a 0);
+DATA_SOURCE_VERIFIERS[data_source]. data_source and extra_info come from the dataset:
+they name a built-in or a plugin you listed (reward_kwargs `plugins`:
+["my_pkg.rewards:MyVerifier"], then known by that string), never other code; an
+import path among them that you did not list raises ValueError naming the field.
+
+Returns {"score": float, "passed" and "acc": 0.0 or 1.0, "pred": the extracted answer
+or ""} (acc and pred are what verl's validation metrics read); with
+`log_components=True` a composite's per-component scores are added as
+"<component>_score". Invalid references raise ValueError (a data bug, not a 0);
 timeouts and verifier errors score 0.
 
 verl's reward loop (its default) runs items concurrently and awaits a coroutine
@@ -33,10 +38,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from rlvr.adapters.common import SHARED, check_options, normalise_reference
+from rlvr.adapters.common import (SHARED, check_options, data_verifier, normalise_reference,
+                                  use_plugins)
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case
-from rlvr.verifiers.registry import available
+from rlvr.verifiers.registry import available, is_import_path
 
 # data_source values of common verl datasets -> rlvr verifier.
 DATA_SOURCE_VERIFIERS: dict[str, str] = {
@@ -48,13 +54,14 @@ DATA_SOURCE_VERIFIERS: dict[str, str] = {
 }
 
 def _pick_verifier(data_source: Any, extra_info: Any, verifier: str | None) -> str:
-    if verifier:
+    if verifier:  # reward_kwargs: the operator's
         return verifier
     if isinstance(extra_info, dict) and extra_info.get("verifier"):
-        return str(extra_info["verifier"])
+        return data_verifier(extra_info["verifier"], "rlvr compute_score",
+                             "extra_info['verifier']")
     if isinstance(data_source, str):
-        if data_source in available():
-            return data_source
+        if data_source in available() or is_import_path(data_source):
+            return data_verifier(data_source, "rlvr compute_score", "data_source")
         if data_source in DATA_SOURCE_VERIFIERS:
             return DATA_SOURCE_VERIFIERS[data_source]
     raise ValueError(f"rlvr compute_score: no verifier for data_source {data_source!r}; pass "
@@ -77,7 +84,9 @@ def _result(verdict: Verdict, where: str, log_components: bool) -> dict[str, Any
 
 
 def _case(data_source: Any, solution_str: str, ground_truth: Any, extra_info: Any,
-          verifier: str | None, timeout_s: float | None, options: dict[str, Any]) -> Case:
+          verifier: str | None, timeout_s: float | None, options: dict[str, Any],
+          plugins: Sequence[str] | None = None) -> Case:
+    use_plugins(plugins, "plugins")  # reward_kwargs: the operator's, before any name
     name = _pick_verifier(data_source, extra_info, verifier)
     check_options(name, options)
     # verl passes the row's extra_info; a "prompt" (or "question") there is the task text
@@ -96,11 +105,12 @@ def _run(cases: list[Case]) -> list[Verdict]:
 def compute_score(data_source: Any, solution_str: str, ground_truth: Any,
                   extra_info: dict[str, Any] | None = None, *, verifier: str | None = None,
                   timeout_s: float | None = None, log_components: bool = False,
-                  options: dict[str, Any] | None = None, **_ignored: Any) -> dict[str, Any]:
+                  options: dict[str, Any] | None = None, plugins: Sequence[str] | None = None,
+                  **_ignored: Any) -> dict[str, Any]:
     """Score one response (verl's per-item contract; see the module docstring). Safe
     to call from many threads at once: calls grade in parallel."""
     case = _case(data_source, solution_str, ground_truth, extra_info, verifier, timeout_s,
-                 dict(options or {}))
+                 dict(options or {}), plugins)
     return _result(_run([case])[0], f"data_source {data_source!r}", log_components)
 
 
@@ -108,12 +118,13 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[str
                         ground_truths: Sequence[Any], extra_infos: Sequence[Any] | None = None,
                         *, verifier: str | None = None, timeout_s: float | None = None,
                         log_components: bool = False, options: dict[str, Any] | None = None,
+                        plugins: Sequence[str] | None = None,
                         **_ignored: Any) -> list[dict[str, Any]]:
     """Score a batch in parallel (verl's BatchRewardManager contract)."""
     extras = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
     if data_sources is None:  # verl's offline evaluation passes None
         data_sources = [None] * len(solution_strs)
-    cases = [_case(d, s, g, e, verifier, timeout_s, dict(options or {}))
+    cases = [_case(d, s, g, e, verifier, timeout_s, dict(options or {}), plugins)
              for d, s, g, e in zip(data_sources, solution_strs, ground_truths, extras)]
     return [_result(v, f"item {i}", log_components) for i, v in enumerate(_run(cases))]
 

@@ -47,6 +47,9 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p.add_argument("--data-dir", default=None, help="benchmark data directory (default: "
                    "$RLVR_SHARED_DATA, ../shared/data beside the working directory or the checkout)")
     p.add_argument("--verifier", default=None, help="verifier for task-file rows that name none")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE:CLASS",
+                   help="a verifier of your own that task rows may name by this same "
+                   "MODULE:CLASS string (repeatable); no other import path is accepted")
     p.add_argument("--base-model", default=None, help="base model dir for a LoRA adapter whose "
                    "adapter_config.json names no local base")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
@@ -129,6 +132,9 @@ def run(args: argparse.Namespace) -> int:
         if (args.model is None) == (args.samples is None):
             raise ValueError("give MODEL_OR_RUN or --samples FILE (one of them)")
         _check_engine_args(args)
+        from rlvr.verifiers.registry import add_plugins
+
+        add_plugins(args.plugin, "--plugin")  # before the rows, which may name them
         records = load_dataset(args.dataset, args.data_dir, args.limit,
                                default_verifier=args.verifier)
         if args.samples:

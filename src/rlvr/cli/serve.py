@@ -27,6 +27,8 @@ import signal
 import sys
 from typing import Any
 
+from rlvr.cli.operator_args import add_operator_arguments, operator_policy
+
 EXIT_INPUT = 2
 
 
@@ -53,6 +55,7 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
                    "(default 64)")
     p.add_argument("--token", default=None, help="shared token for `Authorization: Bearer` "
                    "(default $RLVR_SERVE_TOKEN; unset = no auth)")
+    add_operator_arguments(p)  # --plugin, --verifier-options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,12 +65,14 @@ def run(args: argparse.Namespace) -> int:
     from rlvr.verifiers.pool import default_workers
 
     try:
+        policy = operator_policy(args, args.timeout)
         settings = ServeSettings(
             workers=args.workers or default_workers(), timeout_s=args.timeout,
             memory_mb=args.memory_mb or None, max_items=args.max_items,
             preload=tuple(n.strip() for n in args.preload.split(",") if n.strip()),
             deadline_s=args.deadline, max_body_mb=args.max_body_mb,
-            token=token_from_env(args.token))
+            token=token_from_env(args.token), plugins=tuple(args.plugin),
+            verifier_options=policy.verifier_options)
         sock = bind(args.host, args.port)
     except (ValueError, OSError) as exc:
         print(f"rlvr serve: {exc}", file=sys.stderr)

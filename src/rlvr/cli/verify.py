@@ -10,6 +10,14 @@ Batch:   rlvr verify --input cases.jsonl --output verdicts.jsonl
 One-off: rlvr verify math --reference '\\frac12' --completion 'so \\boxed{0.5}'
          prints the verdict as JSON. --options '{"model": "m"}' gives the verifier's
          options (e.g. the judge's endpoint).
+
+Input lines are data, not configuration: a line names a built-in verifier or a
+--plugin MODULE:CLASS you listed, never other code, and sets only the verifier's
+grading options; what only you choose (a judge's endpoint, model and key variable, a
+sandbox, a cache directory) goes in --verifier-options NAME=JSON. A line's "timeout_s"
+is capped by --timeout (else by the verifier's own limit). A line that breaks these
+rules stops the command (exit 2) naming the line and the field, before anything is
+graded.
 """
 
 from __future__ import annotations
@@ -20,9 +28,11 @@ import json
 import sys
 from typing import Any, TextIO
 
+from rlvr.cli.operator_args import add_operator_arguments, operator_policy
 from rlvr.textsafe import json_line
 from rlvr.verifiers.contract import CaseError, invalid_input_line, parse_case, verdict_line
 from rlvr.verifiers.pool import Case, VerifierPool
+from rlvr.verifiers.untrusted import OperatorPolicy, Refused
 
 EXIT_INVALID_ITEMS = 1
 EXIT_BAD_INPUT = 2
@@ -45,16 +55,22 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
                    "all cores)")
     p.add_argument("--timeout", type=float, default=None, help="per-item wall-clock limit in "
                    "seconds (default: the verifier's own, 5 s for math)")
+    add_operator_arguments(p)  # --plugin, --verifier-options
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        policy = operator_policy(args, args.timeout)
+    except ValueError as exc:
+        print(f"rlvr verify: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.input:
         if (args.verifier or args.completion is not None or args.reference is not None
                 or args.options is not None):
             print("rlvr verify: use either --input (batch) or VERIFIER --reference "
                   "--completion (one-off), not both", file=sys.stderr)
             return EXIT_BAD_INPUT
-        return _run_batch(args)
+        return _run_batch(args, policy)
     if args.verifier and args.completion is not None and args.reference is not None:
         return _run_one(args)
     print("rlvr verify: give --input FILE, or VERIFIER --reference R --completion C",
@@ -89,9 +105,11 @@ def _run_one(args: argparse.Namespace) -> int:
     return EXIT_INVALID_ITEMS if verdict.is_invalid else 0
 
 
-def _read_cases(stream: TextIO, source: str) -> tuple[list[Case | str], str | None]:
+def _read_cases(stream: TextIO, source: str, policy: OperatorPolicy
+                ) -> tuple[list[Case | str], str | None]:
     """Cases in order; an item that is valid JSON but not a usable case is kept as its
-    error string (it becomes an error line). Returns (items, fatal_error)."""
+    error string (it becomes an error line). A line that names code or sets an
+    operator's option is fatal. Returns (items, fatal_error)."""
     items: list[Case | str] = []
     for number, line in enumerate(stream, start=1):
         if not line.strip():
@@ -100,18 +118,22 @@ def _read_cases(stream: TextIO, source: str) -> tuple[list[Case | str], str | No
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             return items, f"{source}:{number}: malformed JSON: {exc.msg} (column {exc.colno})"
-        items.append(_to_case(record, f"{source}:{number}"))
+        try:
+            items.append(_to_case(record, f"{source}:{number}", policy))
+        except Refused as exc:
+            return items, str(exc)
     return items, None
 
 
-def _to_case(record: Any, where: str) -> Case | str:
+def _to_case(record: Any, where: str, policy: OperatorPolicy) -> Case | str:
     try:
-        return parse_case(record, where)
+        case = parse_case(record, where)
     except CaseError as exc:
         return str(exc)
+    return policy.admit(case, where)
 
 
-def _run_batch(args: argparse.Namespace) -> int:
+def _run_batch(args: argparse.Namespace, policy: OperatorPolicy) -> int:
     source = "<stdin>" if args.input == "-" else args.input
     try:
         stream = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
@@ -119,7 +141,7 @@ def _run_batch(args: argparse.Namespace) -> int:
         print(f"rlvr verify: cannot read {source}: {exc.strerror}", file=sys.stderr)
         return EXIT_BAD_INPUT
     with stream:
-        items, fatal = _read_cases(stream, source)
+        items, fatal = _read_cases(stream, source, policy)
     if fatal:
         print(f"rlvr verify: {fatal}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -5,6 +5,11 @@ pandas), or a directory written by `datasets.Dataset.save_to_disk` (needs `datas
 Every row is checked when loaded — prompt present and non-empty, verifier known,
 reference accepted by the verifier's `check_reference` — so a bad row stops the run
 before training starts, with the file and line (or row index) named.
+
+A data file is not configuration: a row's verifier field names a built-in, a registered
+verifier or a plugin the run's config lists (`reward.plugins`), never code. A row
+naming any other import path is refused (DataError naming the file, line and field),
+even with `check=False`.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any, Callable, Iterator
 from rlvr.data.records import TaskRecord
 from rlvr.verifiers.base import InvalidReference
 from rlvr.verifiers.registry import get_verifier, spec_for
+from rlvr.verifiers.untrusted import Refused, check_name
 
 
 class DataError(ValueError):
@@ -190,8 +196,13 @@ def _to_record(row: Any, where: str, default_id: str, mapping: FieldMapping,
         verifier = default_verifier
     else:
         raise DataError(f"{where}: missing field {mapping.verifier!r} and no default verifier")
+    try:  # always, cheap: a row never names code (rlvr.verifiers.untrusted)
+        check_name(verifier, where, mapping.verifier if mapping.verifier in row
+                   else "default_verifier")
+    except Refused as exc:
+        raise DataError(str(exc)) from None
     if check:
-        _check_reference(verifier, reference, where)
+        _check_reference(verifier, reference, where, mapping.verifier)
     record_id = str(_get(row, mapping.id, where)) if mapping.id else default_id
     metadata = {name: _get(row, name, where) for name in mapping.metadata}
     return TaskRecord(prompt, reference, verifier, record_id, metadata)
@@ -214,13 +225,11 @@ def _prompt(row: dict[str, Any], where: str, mapping: FieldMapping) -> Any:
                     "{'role', 'content'} messages")
 
 
-def _check_reference(verifier: Any, reference: Any, where: str) -> None:
-    if not isinstance(verifier, str):
-        raise DataError(f"{where}: verifier must be a name, got {type(verifier).__name__}")
+def _check_reference(verifier: Any, reference: Any, where: str, field_name: str) -> None:
     try:
         spec_for(verifier)
         get_verifier(verifier).check_reference(reference)
     except KeyError as exc:
-        raise DataError(f"{where}: {exc.args[0]}") from None
+        raise DataError(f"{where}: field {field_name!r}: {exc.args[0]}") from None
     except InvalidReference as exc:
         raise DataError(f"{where}: invalid reference for verifier {verifier!r}: {exc}") from None

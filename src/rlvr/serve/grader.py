@@ -8,6 +8,10 @@ Admission is counted in items, not requests: `try_admit` refuses once `max_items
 admitted items are not yet graded, which bounds both memory and the wait a new request
 would face. The event loop never blocks: it only enqueues and awaits futures that the
 threads resolve with `call_soon_threadsafe`.
+
+The grader also holds the operator's policy for requests (its settings' plugins,
+verifier options and time limit; rlvr.verifiers.untrusted): requests are parsed under it
+(rlvr.serve.requests.use_policy) and every worker gets the operator's plugins.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from rlvr.serve.requests import use_policy
 from rlvr.serve.settings import ServeSettings
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case, VerifierPool
+from rlvr.verifiers.untrusted import OperatorPolicy
 
 
 @dataclass
@@ -42,8 +48,12 @@ class Grader:
     def __init__(self, settings: ServeSettings) -> None:
         self.settings = settings
         self._pools = [VerifierPool(workers=1, timeout_s=settings.timeout_s,
-                                    memory_mb=settings.memory_mb, preload=settings.preload)
+                                    memory_mb=settings.memory_mb, preload=settings.preload,
+                                    plugins=settings.plugins)
                        for _ in range(settings.workers)]
+        # After the pools: they install the plugins the policy's names may refer to.
+        self.policy = OperatorPolicy(settings.verifier_options, settings.timeout_s)
+        use_policy(self.policy)
         self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()

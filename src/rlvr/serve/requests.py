@@ -6,6 +6,12 @@ that error lines use as `rlvr verify` uses the file name: "<source>:<line>") and
 "strict". An item that is valid JSON but not a usable case gets the same
 `invalid_input` verdict line `rlvr verify` writes for it, so a case file gets the same
 verdicts over HTTP; with "strict": true it is a 400 naming the item and the field.
+
+What a request may choose is the operator's policy (rlvr.verifiers.untrusted): an item
+that names code (an import path the operator did not list with --plugin) or sets an
+option only the operator sets (a sandbox, a cache directory, an endpoint, a key) makes
+the whole request a 400 naming the item and the field, strict or not, before anything
+is admitted; an item's "timeout_s" is capped by the server's limit.
 """
 
 from __future__ import annotations
@@ -17,6 +23,15 @@ from typing import Any
 
 from rlvr.verifiers.contract import CaseError, parse_case
 from rlvr.verifiers.pool import Case
+from rlvr.verifiers.untrusted import OperatorPolicy, Refused
+
+# The server's policy; the grader installs its own (its settings) when it is built.
+_POLICY: list[OperatorPolicy] = [OperatorPolicy()]
+
+
+def use_policy(policy: OperatorPolicy) -> None:
+    """Make `policy` the one requests are parsed under (the grader calls this)."""
+    _POLICY[0] = policy
 
 
 class BadRequest(Exception):
@@ -51,7 +66,9 @@ def load_json(body: bytes) -> Any:
                          f"{exc.colno})") from None
 
 
-def parse_batch(body: bytes, max_deadline_s: float) -> Batch:
+def parse_batch(body: bytes, max_deadline_s: float,
+                policy: OperatorPolicy | None = None) -> Batch:
+    policy = policy or _POLICY[0]
     data = load_json(body)
     if not isinstance(data, dict):
         raise BadRequest('the body must be a JSON object {"items": [case, ...]}',
@@ -71,20 +88,29 @@ def parse_batch(body: bytes, max_deadline_s: float) -> Batch:
     wheres = [f"{source}:{i + 1}" if source else f"items[{i}]" for i in range(len(items))]
     for index, (record, where) in enumerate(zip(items, wheres)):
         try:
-            parsed.append(parse_case(record, where))
+            case = parse_case(record, where)
         except CaseError as exc:
             if strict:
                 raise BadRequest(str(exc), item=index, field=_field(index, exc)) from None
             parsed.append(str(exc))
+            continue
+        try:
+            parsed.append(policy.admit(case, where))
+        except Refused as exc:  # never an error line: the request chose what it may not
+            raise BadRequest(str(exc), item=index, field=f"items[{index}].{exc.field}"
+                             ) from None
     return Batch(parsed, wheres, deadline_s)
 
 
-def parse_one(body: bytes, deadline_text: str | None, max_deadline_s: float) -> Batch:
+def parse_one(body: bytes, deadline_text: str | None, max_deadline_s: float,
+              policy: OperatorPolicy | None = None) -> Batch:
     """`POST /verify/one`: the body is one case; a bad one is always a 400."""
     record = load_json(body)
     try:
-        case = parse_case(record, "case")
+        case = (policy or _POLICY[0]).admit(parse_case(record, "case"), "case")
     except CaseError as exc:
+        raise BadRequest(str(exc), field=exc.field) from None
+    except Refused as exc:
         raise BadRequest(str(exc), field=exc.field) from None
     deadline: Any = None
     if deadline_text is not None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 TOKEN_ENV = "RLVR_SERVE_TOKEN"
 
@@ -21,6 +22,11 @@ class ServeSettings:
                     not graded by then get an error verdict.
     token:          shared secret: every request but /health needs
                     `Authorization: Bearer <token>` ("" = no auth).
+    plugins:        the operator's "module:Class" verifiers (--plugin); the only import
+                    paths a request may name.
+    verifier_options: the operator's options per verifier (--verifier-options), e.g. a
+                    judge's base_url; a request sets only a verifier's request options
+                    (rlvr.verifiers.untrusted).
     """
 
     workers: int = 1
@@ -31,6 +37,8 @@ class ServeSettings:
     max_body_mb: float = 64.0
     deadline_s: float = 300.0
     token: str = ""
+    plugins: tuple[str, ...] = ()
+    verifier_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         checks = {"workers": self.workers >= 1, "max_items": self.max_items >= 1,

@@ -19,7 +19,7 @@ from rlvr.models.lora import LoraConfig
 from rlvr.training.config_fields import _doc
 
 # the sections kept in their own modules, importable from here as before
-from rlvr.training.config_reward import RewardConfig, backend_problem
+from rlvr.training.config_reward import RewardConfig, backend_problem, check_plugin_names
 from rlvr.training.config_run import DistributedConfig, EvalConfig, LoggingConfig
 
 __all__ = [
@@ -439,6 +439,8 @@ class TrainConfig:
             raise ConfigError("sampling.prompts_per_step must be divisible by "
                               "algorithm.minibatches", "algorithm.minibatches")
         check_engine_and_path(self)
+        check_plugin_names(self.reward, self.eval.verifier, self.eval.options, "eval.")
+        check_plugin_names(self.reward, self.data.default_verifier, {}, "data.default_")
         if self.sampling.generation_shards > 1 and self.algorithm.dynamic_sampling:
             raise ConfigError("dynamic sampling draws again per step: one shard only",
                               "sampling.generation_shards")

@@ -1,6 +1,10 @@
 """The `reward` section of the trainer's config: which verifier, where it runs (worker
 processes, Ray actors, `rlvr serve` servers), and reward shaping. Part of TrainConfig
-(rlvr.training.config), split out to keep that file readable."""
+(rlvr.training.config), split out to keep that file readable.
+
+`reward.plugins` is where a run names code: each "module:Class" listed there is a
+verifier name the config, the data rows and the evaluations may use; any other import
+path is refused (rlvr.verifiers.registry)."""
 
 from __future__ import annotations
 
@@ -13,10 +17,18 @@ from rlvr.training.config_fields import _doc
 
 @dataclass
 class RewardConfig:
-    verifier: str = _doc("verifier for every record (registry name or module:Class); empty "
-                         "= each record's own", default="")
+    plugins: list[str] = _doc("your own verifiers, as module:Class import paths; each is "
+                              "then a verifier name (that same string) for reward.verifier, "
+                              "eval.verifier, composite components and data rows. No other "
+                              "import path is accepted: data never names code",
+                              default_factory=list)
+    verifier: str = _doc("verifier for every record (a built-in name or one of "
+                         "reward.plugins); empty = each record's own", default="")
     options: dict[str, Any] = _doc("options for reward.verifier, e.g. a composite's "
-                                   "{components: [...]}; records' own options otherwise",
+                                   "{components: [...]}; records' own options otherwise. "
+                                   "With backend=remote only the verifier's grading "
+                                   "options: the servers' operator sets the rest "
+                                   "(rlvr serve --verifier-options)",
                                    default_factory=dict)
     workers: int = _doc("verifier workers: processes, or Ray actors of 1 CPU each with "
                         "backend=ray (0 = every core; with ray, the CPUs Ray has free)",
@@ -49,6 +61,10 @@ class RewardConfig:
         problem = backend_problem(self)
         if problem:
             raise ConfigError(*problem)
+        install_plugins(self)
+        check_plugin_names(self, self.verifier, self.options, "")
+        if self.backend == "remote" and self.verifier:
+            _check_sendable(self.verifier, self.options)
         # Options a verifier can check here (the code verifier's packages), before any
         # model is built. Only for workers on this machine: servers and Ray nodes have
         # their own installs, and their verdicts name what they lack.
@@ -58,6 +74,46 @@ class RewardConfig:
                 check_options(self.verifier, self.options)
             except ValueError as exc:
                 raise ConfigError(str(exc), "options") from None
+
+
+def install_plugins(reward: RewardConfig) -> None:
+    """Import reward.plugins into this process (they become verifier names); a
+    ConfigError naming the entry that cannot be imported."""
+    from rlvr.verifiers.registry import add_plugins
+
+    try:
+        add_plugins(reward.plugins, "plugins")
+    except ValueError as exc:
+        raise ConfigError(str(exc), "plugins") from None
+
+
+def check_plugin_names(reward: RewardConfig, verifier: str, options: dict[str, Any],
+                       section: str) -> None:
+    """ConfigError when `verifier` or a verifier its options nest (composite components)
+    is an import path that reward.plugins does not list. `section` prefixes the field
+    ("" = this reward section, else e.g. "eval.")."""
+    if not verifier:
+        return
+    from rlvr.verifiers.registry import is_import_path
+    from rlvr.verifiers.untrusted import named_verifiers
+
+    for name, where in named_verifiers(verifier, options):
+        if is_import_path(name) and name not in reward.plugins:
+            raise ConfigError(f"{name!r} is an import path: list it in reward.plugins "
+                              "to use your own verifier", section + where)
+
+
+def _check_sendable(verifier: str, options: dict[str, Any]) -> None:
+    """With backend=remote the options travel in every request, and a server refuses
+    the ones only its operator sets: say so when the config loads, not at step 1."""
+    from rlvr.verifiers.untrusted import OperatorPolicy, Refused
+
+    try:
+        OperatorPolicy(check_values=False).options(verifier, options, "backend=remote",
+                                                   "options")
+    except Refused as exc:
+        raise ConfigError(f"{exc} (set it on the servers: rlvr serve --verifier-options "
+                          f"{verifier}=JSON)", exc.field) from None
 
 
 def backend_problem(reward: RewardConfig) -> tuple[str, str] | None:

@@ -39,8 +39,11 @@ class EvalConfig:
         if self.options and not self.verifier:
             raise ConfigError("needs eval.verifier (the reward's options grade otherwise)",
                               "options")
-        if self.verifier:
-            from rlvr.verifiers.registry import check_options, spec_for
+        from rlvr.verifiers.registry import check_options, is_import_path, spec_for
+
+        # A plugin is checked against reward.plugins by TrainConfig, once every section
+        # (reward's plugins among them) is read.
+        if self.verifier and not is_import_path(self.verifier):
             try:
                 spec_for(self.verifier)
                 check_options(self.verifier, self.options)

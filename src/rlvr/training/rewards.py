@@ -14,6 +14,7 @@ from rlvr.data.records import TaskRecord, prompt_text
 from rlvr.rollout.base import Completion
 from rlvr.config import ConfigError
 from rlvr.training.config import RewardConfig, backend_problem
+from rlvr.training.config_reward import install_plugins
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import BatchVerifier, Case, VerifierPool
 from rlvr.verifiers.registry import get_verifier, spec_for
@@ -27,6 +28,10 @@ def check_reward_backend(reward: RewardConfig) -> None:
     if problem:
         message, field = problem
         raise ConfigError(message, f"reward.{field}")
+    try:  # before the data loads: its rows may name the run's plugins
+        install_plugins(reward)
+    except ConfigError as exc:
+        raise ConfigError(exc.bare_message, "reward.plugins") from None
     if reward.backend == "remote":
         from rlvr.serve.client import ServeError
         from rlvr.serve.remote_pool import RemoteVerifierPool
@@ -48,14 +53,15 @@ def verifier_pool(reward: RewardConfig, preload: Iterable[str] = ()) -> BatchVer
         from rlvr.verifiers.ray_pool import RayVerifierPool
 
         return RayVerifierPool(workers=reward.workers or None, timeout_s=reward.timeout_s,
-                               preload=preload, address=reward.ray_address)
+                               preload=preload, address=reward.ray_address,
+                               plugins=reward.plugins)
     if reward.backend == "remote":
         from rlvr.serve.remote_pool import RemoteVerifierPool
 
         return RemoteVerifierPool(reward.remote_urls, token=reward.remote_token or None,
                                   timeout_s=reward.timeout_s)
     return VerifierPool(workers=reward.workers or None, timeout_s=reward.timeout_s,
-                        preload=preload)
+                        preload=preload, plugins=reward.plugins)
 
 
 def verify_groups(pool: BatchVerifier, records: Sequence[TaskRecord],

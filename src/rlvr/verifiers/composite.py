@@ -7,7 +7,8 @@ Configured by options (so it works in `VerifierPool` workers, which receive opti
         {"verifier": "math", "weight": 1.0, "options": {}}]}
 
 Each component:
-  verifier: registered name (or "module:Class") of the child verifier.
+  verifier: the child verifier's name: a built-in, a registered name or an operator's
+            plugin ("module:Class" listed in reward.plugins / --plugin); never other code.
   weight:   >= 0; the score is the weighted mean of the components' scores
             (sum w_i s_i / sum w_i). A weight of 0 keeps a component for logging only.
   gate:     when true, the component must pass or the whole score is 0 ("format must
@@ -31,8 +32,12 @@ worker, one item: the pool's time limit covers the whole composite).
 
 Named composites: `register_composite(name, components)` makes a name usable in this
 process (e.g. a training config's `verifier: my_combo`); to use a named composite in
-pool workers, name a factory by import path ("my_pkg.rewards:my_combo") or use a
-built-in such as "r1_math" (format gate + math), registered in registry._BUILTINS.
+pool workers, list a factory as a plugin (`reward.plugins: ["my_pkg.rewards:my_combo"]`,
+then named by that string) or use a built-in such as "r1_math" (format gate + math),
+registered in registry._BUILTINS.
+
+Options from a request or a data line: "components" and "reference_mode" only, and each
+component's own verifier and options pass the same rules (rlvr.verifiers.untrusted).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Iterable, Protocol, Sequence
 
 from rlvr.verifiers.base import InvalidReference, Verdict, run_verifier
-from rlvr.verifiers.registry import get_verifier, spec_for
+from rlvr.verifiers.registry import add_plugins, get_verifier, plugins, spec_for
 
 
 @dataclass(frozen=True)
@@ -65,17 +65,26 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def _worker_main(conn: Connection, memory_mb: int | None, preload: tuple[str, ...]) -> None:
-    # The parent handles Ctrl-C and shuts workers down; a worker must not die mid-item on it.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if memory_mb:
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+def worker_setup(preload: tuple[str, ...], plugin_paths: tuple[str, ...]) -> None:
+    """What a fresh worker (process or Ray actor) does first: install the operator's
+    plugins (it never saw the parent's `add_plugins`), then import its preloads. A plugin
+    that fails to import here fails the start-up loudly; a broken preload does not."""
+    add_plugins(plugin_paths)
     for name in preload:
         try:
             get_verifier(name)
         except Exception:  # a broken preload surfaces as per-item errors later
             pass
+
+
+def _worker_main(conn: Connection, memory_mb: int | None, preload: tuple[str, ...],
+                 plugin_paths: tuple[str, ...] = ()) -> None:
+    # The parent handles Ctrl-C and shuts workers down; a worker must not die mid-item on it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if memory_mb:
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    worker_setup(preload, plugin_paths)
     conn.send(("ready", None))
     while True:
         try:
@@ -112,10 +121,12 @@ class _Worker:
     on our own entry point imports nothing of the caller's but its sys.path.
     """
 
-    def __init__(self, memory_mb: int | None, preload: tuple[str, ...]) -> None:
+    def __init__(self, memory_mb: int | None, preload: tuple[str, ...],
+                 plugin_paths: tuple[str, ...] = ()) -> None:
         parent_sock, child_sock = socket.socketpair()
         config = json.dumps({"fd": child_sock.fileno(), "memory_mb": memory_mb,
-                             "preload": list(preload), "sys_path": sys.path})
+                             "preload": list(preload), "plugins": list(plugin_paths),
+                             "sys_path": sys.path})
         self.process = subprocess.Popen(
             [sys.executable, "-c", "import sys, json; from rlvr.verifiers.pool import "
              "_worker_entry; _worker_entry(json.loads(sys.argv[1]))", config],
@@ -139,7 +150,15 @@ class _Worker:
 
 def _worker_entry(config: dict[str, Any]) -> None:
     sys.path[:0] = [p for p in config["sys_path"] if p not in sys.path]
-    _worker_main(Connection(config["fd"]), config["memory_mb"], tuple(config["preload"]))
+    _worker_main(Connection(config["fd"]), config["memory_mb"], tuple(config["preload"]),
+                 tuple(config.get("plugins", ())))
+
+
+def operator_plugins(given: Iterable[str]) -> tuple[str, ...]:
+    """A pool's plugin list: `given` (installed in this process now, so its own checks
+    know them) and every plugin this process had installed already."""
+    add_plugins(given)
+    return plugins()
 
 
 def item_limit(case: Case, pool_timeout_s: float | None) -> float:
@@ -163,14 +182,19 @@ class VerifierPool:
                registered default (5 s for math), unless the case sets its own.
     memory_mb: address-space limit per worker; a memory bomb scores "error", not an OOM.
     preload:   verifier names each worker imports at start (so the first batch is not slow).
+    plugins:   the operator's "module:Class" verifiers (rlvr.verifiers.registry), installed
+               here and handed to every worker; the pool also knows every plugin this
+               process installed before it was built.
     """
 
     def __init__(self, workers: int | None = None, timeout_s: float | None = None,
-                 memory_mb: int | None = 4096, preload: Iterable[str] = ()) -> None:
+                 memory_mb: int | None = 4096, preload: Iterable[str] = (),
+                 plugins: Iterable[str] = ()) -> None:
         self.n_workers = workers or default_workers()
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
         self.preload = tuple(preload)
+        self.plugins = operator_plugins(plugins)
         self._startup_failures = 0
         self._workers: list[_Worker] = []
         self.restarts = 0  # workers replaced after a timeout or crash (for metrics)
@@ -183,7 +207,7 @@ class VerifierPool:
 
     def _start(self) -> None:
         while len(self._workers) < self.n_workers:
-            self._workers.append(_Worker(self.memory_mb, self.preload))
+            self._workers.append(_Worker(self.memory_mb, self.preload, self.plugins))
 
     def start(self, timeout_s: float = 120.0) -> "VerifierPool":
         """Start every worker and wait until each has imported its preloads, so the first
@@ -208,7 +232,7 @@ class VerifierPool:
                                    f"{worker.process.returncode}); run `{sys.executable} -c "
                                    "'import rlvr.verifiers'` to see why")
         self.restarts += 1
-        fresh = _Worker(self.memory_mb, self.preload)
+        fresh = _Worker(self.memory_mb, self.preload, self.plugins)
         self._workers[self._workers.index(worker)] = fresh
         return fresh
 

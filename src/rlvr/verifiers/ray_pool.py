@@ -11,8 +11,9 @@ cannot cross a process boundary there cannot here either.
 
 Ray is an optional extra (`pip install 'rlvr[ray]'`); this module imports it only when a
 pool is built. Actors run with the driver's `sys.path` as PYTHONPATH (like the process
-pool's workers), so on a cluster rlvr (and any "module:Class" verifier) must be
-importable on every node, at those paths or installed.
+pool's workers) and install the operator's plugins (`plugins`) before their first item,
+so on a cluster rlvr (and every plugin) must be importable on every node, at those
+paths or installed.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from rlvr.verifiers.base import Verdict
-from rlvr.verifiers.pool import Case, _check, item_limit
-from rlvr.verifiers.registry import get_verifier, spec_for
+from rlvr.verifiers.pool import Case, _check, item_limit, operator_plugins, worker_setup
+from rlvr.verifiers.registry import spec_for
 
 STARTUP_TIMEOUT_S = 120.0
 
@@ -44,7 +45,8 @@ def ray_import_error() -> str | None:
 class _VerifierActor:
     """One verifier worker: imports its preloads once, then checks one item per call."""
 
-    def __init__(self, memory_mb: int | None, preload: tuple[str, ...]) -> None:
+    def __init__(self, memory_mb: int | None, preload: tuple[str, ...],
+                 plugin_paths: tuple[str, ...] = ()) -> None:
         if memory_mb:
             # RLIMIT_DATA, not the process pool's RLIMIT_AS: a Ray worker maps the object
             # store (shared memory) into its address space, which RLIMIT_AS would count.
@@ -54,11 +56,7 @@ class _VerifierActor:
                 resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
             except (ValueError, OSError):
                 pass
-        for name in preload:
-            try:
-                get_verifier(name)
-            except Exception:  # a broken preload surfaces as per-item errors later
-                pass
+        worker_setup(preload, plugin_paths)
 
     def ready(self) -> int:
         return os.getpid()
@@ -92,6 +90,7 @@ class RayVerifierPool:
     timeout_s: per-item wall-clock limit; None means each verifier's registered default.
     memory_mb: private-memory limit per actor (RLIMIT_DATA); a memory bomb scores "error".
     preload:   verifier names each actor imports at start.
+    plugins:   the operator's "module:Class" verifiers, handed to every actor.
     address:   the Ray cluster to join when this process has not called `ray.init`
                ("" = ray.init's default: RAY_ADDRESS, a `ray start` cluster on this
                machine, or a new local instance). A Ray already initialised here is used
@@ -100,7 +99,7 @@ class RayVerifierPool:
 
     def __init__(self, workers: int | None = None, timeout_s: float | None = None,
                  memory_mb: int | None = 4096, preload: Iterable[str] = (),
-                 address: str = "") -> None:
+                 address: str = "", plugins: Iterable[str] = ()) -> None:
         reason = ray_import_error()
         if reason is not None:
             raise ImportError("RayVerifierPool needs Ray: pip install 'rlvr[ray]' "
@@ -109,6 +108,7 @@ class RayVerifierPool:
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
         self.preload = tuple(preload)
+        self.plugins = operator_plugins(plugins)
         self.address = address
         self.restarts = 0  # actors replaced after a timeout or crash (for metrics)
         self._startup_failures = 0
@@ -145,7 +145,7 @@ class RayVerifierPool:
             runtime_env={"env_vars": {"PYTHONPATH": path}})
 
     def _new_slot(self) -> _Slot:
-        actor = self._actor_class.remote(self.memory_mb, self.preload)
+        actor = self._actor_class.remote(self.memory_mb, self.preload, self.plugins)
         return _Slot(actor, actor.ready.remote(), time.monotonic())
 
     def _start(self) -> None:

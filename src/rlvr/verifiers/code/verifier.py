@@ -109,10 +109,9 @@ class CodeVerifier:
     """
 
     name = "code"
-    # Options that only change how a check is graded, never which code, sandbox, file
-    # or resource is used: safe for a request or a data line to set (the others, e.g.
-    # `sandbox` and `packages`, are the operator's).
-    REQUEST_SAFE_OPTIONS = ("strict_numeric",)
+    # Which options a request or a data line may set is declared with the verifier's
+    # spec (rlvr.verifiers.registry: packages, timeout_s, strict_numeric); the rest, such
+    # as `sandbox` and `memory_mb`, are the operator's.
 
     def __init__(self, sandbox: str = "bwrap", timeout_s: float = 6.0, memory_mb: int = 512,
                  packages: list[str] | tuple[str, ...] = DEFAULT_PACKAGES,
