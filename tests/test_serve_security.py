@@ -436,3 +436,55 @@ def test_an_exposed_bind_without_a_token_exits_before_listening(tmp_path):
     code, out, err, binds = _in_private_netns(tmp_path, serve, {"RLVR_SERVE_TOKEN": "t0k"})
     assert code is None and "http://0.0.0.0:" in out, (code, out, err)
     assert binds.startswith("('0.0.0.0', 0)")
+
+
+# ---- a client that does not read its answer ------------------------------------------
+
+def _unread_answer(write_timeout_s: float, answer_mb: int = 16) -> tuple[int, int]:
+    """Bytes a client gets of a big answer when it reads nothing for 3 s, then all it
+    can; and the answer's size. The server is uvicorn with rlvr's connection limits
+    (rlvr.serve.transport), in this process."""
+    uvicorn = pytest.importorskip("uvicorn", reason="rlvr serve runs on uvicorn (rlvr[serve])")
+    import threading
+
+    from rlvr.serve.listen import bind
+    from rlvr.serve.transport import Limits, uvicorn_config
+
+    body = b"x" * (answer_mb * 1024 * 1024)
+
+    async def app(scope, receive, send):
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+    sock = bind("127.0.0.1", 0, 16)
+    server = uvicorn.Server(uvicorn_config(app, 16, Limits(write_timeout_s=write_timeout_s)))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.05)
+        with socket.socket() as client:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            client.connect(sock.getsockname())
+            client.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            time.sleep(3)  # reads nothing: the answer waits in the server's buffers
+            client.settimeout(20)
+            got = 0
+            try:
+                while got < len(body) and (chunk := client.recv(1 << 20)):
+                    got += len(chunk)
+            except ConnectionResetError:
+                pass
+    finally:
+        server.should_exit = True
+        thread.join(10)
+    return got, len(body)
+
+
+def test_a_client_that_does_not_read_its_answer_is_dropped():
+    got, size = _unread_answer(write_timeout_s=1.0)
+    assert got < size  # cut off: the server let go of the answer
+    got, size = _unread_answer(write_timeout_s=30.0)  # control: a patient server
+    assert got >= size
