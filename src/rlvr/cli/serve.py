@@ -54,14 +54,15 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p.add_argument("--preload", default="math", help="comma-separated verifiers each worker "
                    "imports at start (default math)")
     p.add_argument("--max-items", type=int, default=4096, help="admitted, ungraded items "
-                   "beyond which requests get 429 (default 4096)")
+                   "beyond which requests get 429; also the most items, cases or not, one "
+                   "request may hold (413; default 4096)")
     p.add_argument("--deadline", type=float, default=300.0, metavar="S", help="a request's "
                    "wall-clock limit (default 300; a request may ask for less)")
     p.add_argument("--max-body-mb", type=float, default=64.0, help="largest request body "
                    "(default 64)")
-    p.add_argument("--token", default=None, help="shared token for `Authorization: Bearer` "
-                   "(loopback only: argv is public; default $RLVR_SERVE_TOKEN; unset = no "
-                   "auth, loopback only)")
+    p.add_argument("--token", default=None, help="shared token for `Authorization: Bearer`, "
+                   "in argv where every local user reads it: loopback only, prefer "
+                   "--token-file (default $RLVR_SERVE_TOKEN; none: no auth, loopback only)")
     _add_access_arguments(p)
 
 
