@@ -43,6 +43,7 @@ from rlvr.verifiers.contract import parse_case, verdict_from_line  # noqa: E402
 from rlvr.verifiers.pool import VerifierPool, default_workers  # noqa: E402
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
+JSON = {"Content-Type": "application/json"}  # rlvr serve refuses other POSTs (415)
 
 
 def start_server(workers: int) -> tuple[subprocess.Popen, str]:
@@ -103,7 +104,7 @@ async def drive(url: str, cases: list[Labelled], batch: int, concurrency: int
             body = json.dumps({"items": [cases[i].line for i in indices]})
             while True:
                 start = time.perf_counter()
-                answer = await client.post(url + "/verify", content=body)
+                answer = await client.post(url + "/verify", content=body, headers=JSON)
                 if answer.status_code != 429:
                     break
                 refused += 1

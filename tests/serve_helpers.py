@@ -22,15 +22,21 @@ TESTS = str(Path(__file__).resolve().parent)
 class Server:
     """A running `rlvr serve`; `url` is http://127.0.0.1:PORT."""
 
-    def __init__(self, *args: str, token: str = "") -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, TESTS,
-                                                            os.environ.get("PYTHONPATH", "")])}
-        env.pop("RLVR_SERVE_TOKEN", None)
+    def __init__(self, *args: str, token: str = "", env: dict[str, str] | None = None,
+                 preexec_fn=None) -> None:
+        """`token` is given through $RLVR_SERVE_TOKEN (and used by `headers()`); `env`
+        adds variables to the server's environment."""
+        full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [SRC, TESTS, os.environ.get("PYTHONPATH", "")])}
+        for name in ("RLVR_SERVE_TOKEN", "RLVR_SERVE_TOKEN_FILE"):
+            full_env.pop(name, None)
         if token:
-            env["RLVR_SERVE_TOKEN"] = token
+            full_env["RLVR_SERVE_TOKEN"] = token
+        full_env.update(env or {})
         self.process = subprocess.Popen(
             [sys.executable, "-m", "rlvr", "serve", "--port", "0", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env,
+            preexec_fn=preexec_fn)
         line = self.process.stdout.readline()  # printed once the workers are ready
         match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
         if not match:
@@ -41,7 +47,9 @@ class Server:
         self.token = token
 
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        """The token (when set) and the JSON content type every POST must declare."""
+        auth = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        return {**auth, "Content-Type": "application/json"}
 
     def post(self, path: str, body: object, timeout: float = 120.0, **kw) -> httpx.Response:
         return httpx.post(self.url + path, content=json.dumps(body), timeout=timeout,

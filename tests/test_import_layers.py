@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "models": {"config"},
     "adapters": {"verifiers", "serve"},
     "audit": {"runs", "textsafe"},
-    "view": {"audit", "runs", "serve.listen"},
+    "view": {"audit", "runs", "serve.listen", "serve.access", "serve.transport"},
     "serve": {"verifiers"},
     "algorithms": set(),
     "distributed": set(),

@@ -20,7 +20,8 @@ from rlvr.view.server import Runs, build_app  # noqa: E402
 
 def client_for(*paths) -> TestClient:
     runs = Runs([ViewRun.open(p) for p in paths])  # no worker pool: strict tallies inline
-    return TestClient(build_app(runs, "test", 5.0))
+    # a loopback Host: the app refuses any other name (DNS rebinding)
+    return TestClient(build_app(runs, "test", 5.0), base_url="http://127.0.0.1")
 
 
 @pytest.fixture(scope="module")

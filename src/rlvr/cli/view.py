@@ -10,11 +10,17 @@ length, clip fractions, seconds per step), the reward beside the strict re-grade
 passed attempts (rlvr audit's rules), and every attempt of a chosen step with its
 verdict, advantage and tokens: filter by passed/failed/flagged and by reason, search
 the prompts, follow one prompt across steps. A run that is still training is followed
-live. It binds to 127.0.0.1 unless --host says otherwise (the page shows model outputs
-and prompts: think before exposing it).
+live.
+
+The page has no login: it binds to 127.0.0.1, and another address needs
+--expose-without-auth (it shows prompts and model outputs to whoever reaches it; an
+SSH tunnel, `ssh -L 8765:127.0.0.1:8765 host`, is the better way). Requests whose Host
+header is not a loopback name, the bound address or an --allowed-host are refused
+(DNS rebinding), and each API request has --request-timeout seconds.
 
 Exit status: 0 stopped by Ctrl-C / SIGTERM or export written; 2 a missing run
-directory, a port in use, or a missing package (pip install 'rlvr[view]').
+directory, a port in use, an address beyond loopback without --expose-without-auth, or
+a missing package (pip install 'rlvr[view]').
 """
 
 from __future__ import annotations
@@ -39,6 +45,13 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
                    help="seconds between the page's checks of a running run (default 5)")
     p.add_argument("--export", metavar="FILE", help="write a self-contained HTML page to "
                    "FILE and exit, instead of serving")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="a Host header name the browser uses, besides loopback names and "
+                   "the bound address (repeatable)")
+    p.add_argument("--expose-without-auth", action="store_true",
+                   help="allow --host beyond loopback (the page has no login)")
+    p.add_argument("--request-timeout", type=float, default=30.0, metavar="S",
+                   help="an API request's time limit (default 30; 503 past it)")
     p.add_argument("--export-steps", type=int, default=20, metavar="N",
                    help="steps whose attempts the exported page holds: the last one and "
                    "up to N spread over the run (default 20)")
@@ -73,10 +86,19 @@ def _export(runs: Any, args: argparse.Namespace, title: str) -> int:
 
 
 def _serve(runs: Any, args: argparse.Namespace, title: str) -> int:
+    from rlvr.serve.access import allowed_hosts, check_bind
     from rlvr.view.server import bind, serve
 
     try:
+        if args.request_timeout <= 0:
+            raise ValueError("--request-timeout must be positive")
+        check_bind(args.host, args.expose_without_auth, "rlvr view (no login)",
+                   "Add --expose-without-auth if that is meant")
+        hosts = allowed_hosts(args.host, args.allowed_host)
         sock = bind(args.host, args.port)
+    except ValueError as exc:
+        print(f"rlvr view: {exc}", file=sys.stderr)
+        return EXIT_INPUT
     except OSError as exc:
         print(f"rlvr view: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -87,7 +109,7 @@ def _serve(runs: Any, args: argparse.Namespace, title: str) -> int:
     # SIGTERM ends like Ctrl-C: uvicorn shuts down cleanly and the worker process stops.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        serve(runs, sock, title, args.refresh)
+        serve(runs, sock, title, args.refresh, hosts, args.request_timeout)
     except KeyboardInterrupt:
         pass
     return 0

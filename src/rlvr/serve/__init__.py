@@ -4,6 +4,9 @@
     grader.py       Grader: a bounded queue feeding the verifier pool's worker processes
     stats.py        request/verdict counters and latency percentiles for /metrics
     app.py          the starlette app: /verify, /verify/one, /health, /metrics
+    body.py         request bodies (size, time, strict JSON) and answers (always encodable)
+    access.py       bind policy, Host allow-list, JSON content type (also `rlvr view`'s)
+    transport.py    uvicorn with head/body/write timeouts and a connection cap
     server.py       bind the socket and run the app on uvicorn
     client.py       ServeClient: batches, concurrency, retries on 429, many servers
     remote_pool.py  RemoteVerifierPool: the client as a BatchVerifier (reward.backend=remote)

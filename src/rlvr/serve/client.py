@@ -129,7 +129,11 @@ class ServeClient:
         body: dict[str, Any] = {"items": items}
         if self.deadline_s is not None:
             body["deadline_s"] = self.deadline_s
-        payload = json.dumps(body, ensure_ascii=False).encode()
+        text = json.dumps(body, ensure_ascii=False)
+        try:
+            payload = text.encode()
+        except UnicodeEncodeError:  # a lone surrogate in a completion: escape, don't fail
+            payload = json.dumps(body).encode()
         give_up = time.monotonic() + self.max_wait_s
         while True:
             server = self._choose(len(items))

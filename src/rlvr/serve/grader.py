@@ -11,7 +11,7 @@ threads resolve with `call_soon_threadsafe`.
 
 The grader also holds the operator's policy for requests (its settings' plugins,
 verifier options and time limit; rlvr.verifiers.untrusted): requests are parsed under it
-(rlvr.serve.requests.use_policy) and every worker gets the operator's plugins.
+(app.py passes it to rlvr.serve.requests) and every worker gets the operator's plugins.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from rlvr.serve.requests import use_policy
 from rlvr.serve.settings import ServeSettings
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import Case, VerifierPool
@@ -53,7 +52,6 @@ class Grader:
                        for _ in range(settings.workers)]
         # After the pools: they install the plugins the policy's names may refer to.
         self.policy = OperatorPolicy(settings.verifier_options, settings.timeout_s)
-        use_policy(self.policy)
         self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()

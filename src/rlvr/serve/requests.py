@@ -16,7 +16,6 @@ is admitted; an item's "timeout_s" is capped by the server's limit.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -24,15 +23,6 @@ from typing import Any
 from rlvr.verifiers.contract import CaseError, parse_case
 from rlvr.verifiers.pool import Case
 from rlvr.verifiers.untrusted import OperatorPolicy, Refused
-
-# The server's policy; the grader installs its own (its settings) when it is built.
-_POLICY: list[OperatorPolicy] = [OperatorPolicy()]
-
-
-def use_policy(policy: OperatorPolicy) -> None:
-    """Make `policy` the one requests are parsed under (the grader calls this)."""
-    _POLICY[0] = policy
-
 
 class BadRequest(Exception):
     """A 400 (or `status`) answer: the JSON body says what is wrong and where."""
@@ -56,20 +46,8 @@ class Batch:
         return [item for item in self.items if isinstance(item, Case)]
 
 
-def load_json(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except UnicodeDecodeError:
-        raise BadRequest("the body is not UTF-8 JSON") from None
-    except json.JSONDecodeError as exc:
-        raise BadRequest(f"malformed JSON: {exc.msg} (line {exc.lineno} column "
-                         f"{exc.colno})") from None
-
-
-def parse_batch(body: bytes, max_deadline_s: float,
-                policy: OperatorPolicy | None = None) -> Batch:
-    policy = policy or _POLICY[0]
-    data = load_json(body)
+def parse_batch(data: Any, max_deadline_s: float, policy: OperatorPolicy) -> Batch:
+    """`POST /verify`: `data` is the body's JSON value (rlvr.serve.body.decode_json)."""
     if not isinstance(data, dict):
         raise BadRequest('the body must be a JSON object {"items": [case, ...]}',
                          field="items")
@@ -102,12 +80,11 @@ def parse_batch(body: bytes, max_deadline_s: float,
     return Batch(parsed, wheres, deadline_s)
 
 
-def parse_one(body: bytes, deadline_text: str | None, max_deadline_s: float,
-              policy: OperatorPolicy | None = None) -> Batch:
-    """`POST /verify/one`: the body is one case; a bad one is always a 400."""
-    record = load_json(body)
+def parse_one(record: Any, deadline_text: str | None, max_deadline_s: float,
+              policy: OperatorPolicy) -> Batch:
+    """`POST /verify/one`: the body's JSON value is one case; a bad one is always a 400."""
     try:
-        case = (policy or _POLICY[0]).admit(parse_case(record, "case"), "case")
+        case = policy.admit(parse_case(record, "case"), "case")
     except CaseError as exc:
         raise BadRequest(str(exc), field=exc.field) from None
     except Refused as exc:

@@ -12,6 +12,7 @@ from rlvr.serve.app import ServeDependencyError, build_app
 from rlvr.serve.grader import Grader
 from rlvr.serve.settings import ServeSettings
 from rlvr.serve.stats import Stats
+from rlvr.serve.transport import uvicorn_config
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -35,8 +36,7 @@ def serve(settings: ServeSettings, sock: socket.socket,
         on_ready()
         # One event loop is enough: it only parses JSON and hands items to the
         # grader's threads; the grading runs in the worker processes.
-        config = uvicorn.Config(app, log_level="warning", access_log=False,
-                                timeout_keep_alive=30, backlog=1024)
+        config = uvicorn_config(app, 1024, settings.limits)
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         grader.close()

@@ -67,12 +67,16 @@ def follow_prompt(rollouts: RolloutsFile, prompt_id: Any, verifier: str,
     return [{"step": s, "attempts": by_step[s]} for s in sorted(by_step)]
 
 
-def search_prompts(rollouts: RolloutsFile, text: str, limit: int = 200) -> list[dict[str, Any]]:
-    """Prompts (id, text, steps seen) whose text contains `text`, over the whole file.
-    The search runs on the file's bytes, so `text` is matched as JSON escapes it."""
+def search_prompts(rollouts: RolloutsFile, text: str, limit: int = 200,
+                   deadline: float | None = None) -> list[dict[str, Any]]:
+    """Prompts (id, text, steps seen) whose text contains `text`, over the whole file
+    (an empty `text` matches nothing). The search runs on the file's bytes, so `text`
+    is matched as JSON escapes it; it stops at the monotonic `deadline`."""
+    if not text:
+        return []
     needle = json.dumps(text, ensure_ascii=False)[1:-1]
     found: dict[str, dict[str, Any]] = {}
-    for record in rollouts.find(needle, limit=limit * 64):
+    for record in rollouts.find(needle, limit=limit * 64, deadline=deadline):
         prompt = str(record.get("prompt") or "")
         if text.lower() not in prompt.lower() and text not in prompt:
             continue  # the needle was in the completion or elsewhere

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,19 +108,24 @@ class RolloutsFile:
             return None
         return first, last
 
-    def find(self, needle: str, limit: int = 500) -> Iterator[dict[str, Any]]:
+    def find(self, needle: str, limit: int = 500,
+             deadline: float | None = None) -> Iterator[dict[str, Any]]:
         """Records whose line contains `needle` (the JSON text of a value, as the trainer
         wrote it), scanning the whole file with mmap's C search: a prompt followed across
-        every step of a 1 GB run costs one pass over the file."""
+        every step of a 1 GB run costs one pass over the file. An empty needle finds
+        nothing; the scan stops at `limit` records or at the monotonic `deadline`."""
         end = self.complete_size()
-        if end == 0:
-            return
         key = needle.encode("utf-8")
+        if end == 0 or not key:
+            return
         found = 0
         with open(self.path, "rb") as handle, \
                 mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
             position = 0
-            while found < limit:
+            # position < end: mmap.find returns `end`, not -1, for an empty key past it
+            while found < limit and position < end:
+                if deadline is not None and time.monotonic() > deadline:
+                    return
                 hit = data.find(key, position, end)
                 if hit < 0:
                     return

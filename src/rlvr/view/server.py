@@ -11,19 +11,29 @@
 Starlette on uvicorn (the `view` extra), bound to 127.0.0.1 unless told otherwise.
 Every request reads the files again where they changed, so a run still training is
 followed; the page polls /api/runs. Nothing is written anywhere.
+
+Only GETs, and only with a Host header naming this server (loopback names, the bound
+address, --allowed-host): a page on another name that resolves here (DNS rebinding)
+is refused. Each API request has `request_timeout_s` (503 past it; the scan it started
+is bounded too, see RolloutsFile.find), and the connection limits of
+rlvr.serve.transport hold as for `rlvr serve`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import os
 import socket
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlvr.serve.access import LOOPBACK_NAMES, host_guard
 from rlvr.serve.listen import bind as listen_on
+from rlvr.serve.transport import Limits, uvicorn_config
 from rlvr.view.attempts import StrictCurve, follow_prompt, group_attempts, search_prompts
 from rlvr.view.page import (ViewDependencyError, finite, plotly_js_path, served_page,
                             static_text)
@@ -57,8 +67,9 @@ class Runs:
         run = self.run(index)
         return follow_prompt(run.rollouts, prompt_id, run.verifier())
 
-    def search(self, index: int, text: str) -> list[dict[str, Any]]:
-        return search_prompts(self.run(index).rollouts, text)
+    def search(self, index: int, text: str, deadline: float | None = None
+               ) -> list[dict[str, Any]]:
+        return search_prompts(self.run(index).rollouts, text, deadline=deadline)
 
     def strict_curve(self, index: int) -> dict[str, Any]:
         run = self.run(index)
@@ -78,7 +89,12 @@ class Runs:
             self.pool = None
 
 
-def build_app(runs: Runs, title: str, refresh_s: float) -> Any:
+DEFAULT_REQUEST_TIMEOUT_S = 30.0
+
+
+def build_app(runs: Runs, title: str, refresh_s: float,
+              allowed_hosts: tuple[str, ...] = LOOPBACK_NAMES,
+              request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> Any:
     try:
         from starlette.applications import Starlette
         from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
@@ -94,7 +110,11 @@ def build_app(runs: Runs, title: str, refresh_s: float) -> Any:
     def guarded(handler: Any) -> Any:
         async def endpoint(request: Any) -> Response:
             try:
-                return reply(await _in_thread(handler, request))
+                return reply(await asyncio.wait_for(_in_thread(handler, request),
+                                                    request_timeout_s))
+            except TimeoutError:
+                return JSONResponse({"error": f"no answer within {request_timeout_s:g} s"},
+                                    status_code=503)
             except KeyError as exc:
                 return JSONResponse({"error": str(exc.args[0])}, status_code=404)
             except ValueError as exc:
@@ -122,11 +142,17 @@ def build_app(runs: Runs, title: str, refresh_s: float) -> Any:
               guarded(lambda r: runs.step(r.path_params["i"], r.path_params["step"]))),
         Route("/api/runs/{i:int}/prompt",
               guarded(lambda r: runs.follow(r.path_params["i"], _json_param(r, "id")))),
-        Route("/api/runs/{i:int}/search",
-              guarded(lambda r: runs.search(r.path_params["i"], r.query_params.get("q", "")))),
+        Route("/api/runs/{i:int}/search", guarded(lambda r: runs.search(
+            r.path_params["i"], r.query_params.get("q", ""), _deadline(request_timeout_s)))),
         Route("/api/runs/{i:int}/strict", guarded(lambda r: runs.strict_curve(r.path_params["i"]))),
     ]
-    return Starlette(routes=routes)
+    return host_guard(Starlette(routes=routes), allowed_hosts)
+
+
+def _deadline(seconds: float) -> float:
+    """The monotonic time by which a scan started now gives up (its request has had
+    its answer by then: 503)."""
+    return time.monotonic() + seconds
 
 
 async def _in_thread(handler: Any, request: Any) -> Any:
@@ -151,16 +177,19 @@ def bind(host: str, port: int) -> socket.socket:
     return listen_on(host, port, backlog=128)
 
 
-def serve(runs: Runs, sock: socket.socket, title: str, refresh_s: float) -> None:
+def serve(runs: Runs, sock: socket.socket, title: str, refresh_s: float,
+          allowed_hosts: tuple[str, ...] = LOOPBACK_NAMES,
+          request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> None:
     """Serve on `sock` until interrupted (Ctrl-C, SIGTERM)."""
     try:
         import uvicorn
     except ImportError:
         raise ViewDependencyError("rlvr view serves its page with uvicorn: "
                                   "pip install 'rlvr[view]'") from None
-    app = build_app(runs, title, refresh_s)
+    app = build_app(runs, title, refresh_s, allowed_hosts, request_timeout_s)
     runs.start_pool()
-    config = uvicorn.Config(app, log_level="warning", access_log=False)
+    # one person's browser: 64 connections are plenty, and keep the descriptors free
+    config = uvicorn_config(app, 128, Limits(max_connections=64))
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -1,13 +1,17 @@
 """The judge's messages, built so that the graded completion is quoted data.
 
-The injection guard, by construction (tests/test_judge_injection.py checks each point):
+The injection guard, by construction (tests/test_judge_injection.py and
+tests/test_judge_quoting.py check each point):
 1. The completion appears once, in the user message, between the lines
    `[[ANSWER <nonce>]]` and `[[END ANSWER <nonce>]]`. The nonce is a hash of the
    completion, the rubric and the task, so a completion would have to contain its own
-   hash to forge it; and before quoting, every `[[` / `]]` in the completion is broken
-   up (`[ [`), so no marker-shaped text of any nonce survives inside the data.
-2. Chat-template control tokens in the completion (`<|im_end|>`, `<|start_header_id|>`,
-   `<s>`, ...) are broken up too (`< |im_end| >`, `< s>`): a template that pastes message text
+   hash to forge it; and before quoting the completion is NFKC-normalised and every
+   `[[` / `]]` and closer-shaped phrase in it (`END ANSWER`, `[/ANSWER]`, in any
+   brackets, full-width ones included) is broken up, so neither the markers nor text
+   that reads like them survive inside the data (`quoting.py`).
+2. The control tokens of common chat templates (`<|im_end|>`, `<start_of_turn>`,
+   `[INST]`, DeepSeek's `<｜User｜>`, `<s>`, ...: `quoting.CONTROL_TOKENS`) are broken up
+   too (`< |im_end| >`, `< start_of_turn>`): a template that pastes message text
    verbatim would otherwise turn them into real role boundaries.
 3. The system prompt says the quoted text is data written by the model being graded and
    that requests inside it are to be ignored; the user message repeats the answer format
@@ -21,23 +25,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any
 
+from rlvr.verifiers.judge.quoting import neutralise
 from rlvr.verifiers.judge.rubric import Rubric
 
-PROMPT_VERSION = "judge-prompt-v1"  # part of cache keys: a new prompt is a new verdict
+__all__ = ["PROMPT_VERSION", "build_messages", "markers", "neutralise", "verdict_schema"]
 
-# Where a space goes: inside `[[`, `]]` (marker-shaped brackets), `<|`, `|>` (chat
-# control tokens of most templates) and `<s>`, `</s>` (sentencepiece-era templates).
-_BREAK = re.compile(r"\[(?=\[)|\](?=\])|<(?=\|)|\|(?=>)|<(?=/?s>)")
-
-
-def neutralise(completion: str) -> tuple[str, int]:
-    """`completion` with marker-shaped brackets and control tokens broken up by a space,
-    and how many spaces that took (0 for ordinary text)."""
-    quoted, edits = _BREAK.subn(lambda match: match.group(0) + " ", completion)
-    return quoted, edits
+# part of cache keys: a new prompt is a new verdict (v2: NFKC and the token table)
+PROMPT_VERSION = "judge-prompt-v2"
 
 
 def nonce_for(completion: str, rubric: Rubric, prompt: str | None) -> str:
