@@ -1,19 +1,24 @@
-"""The final answer is the last one stated: a different one anywhere after a box is a
-conflict (reason `conflicting`).
+"""The final answer is the last answer the response commits to; what comes after it
+is either a new commitment, explanation, or a conflict (reason `conflicting`).
 
-Issue 14: `First \\boxed{450}. Actually the answer is 500.` scored 1 against 450,
-because "the answer is" without a colon is not an extraction marker, and the trained
-policy's `\\boxed{6 * 75} ... So the answer is \\textbf{8100}.` relied on the same gap.
-A completion that states two different final answers has not committed to one, so:
+Commitments are boxes, `####`, `Answer:` / "The final answer is" lines, "the answer
+(result, solution) is X" and corrections ("Actually, X"; statements.py), and, when the
+text has none of those, the closing sentence's reading (final_statement.py). A later
+commitment supersedes an earlier one: `\\boxed{3}. Wait, 17-15=2, so the answer is
+\\boxed{2}.` answers 2, and so does `<think>... \\boxed{3} ...</think> The answer is 2`.
+Only the last one is ever judged, so extra candidates can never raise the reward.
 
-- a box followed, anywhere later, by a box or marker with a different value (`I first
-  wrote \\boxed{3}. Wait ... \\boxed{2}` is two answers; restating `\\boxed{2}` is not);
-- after the final answer, a looser statement of a different value: "the answer is
-  500", "the final result is **500**", "answer = $500$", "Actually, 500.".
-
-Restating the same value (`\\boxed{450}. So the answer is 450 dollars.`) stays correct,
-and so do statements that are not values ("the answer is correct", "the answer is not
-6"). Values are compared by the verifier (`same_answer`), so `0.5` restates `\\frac12`.
+After the last marked commitment, the closing sentence is read as well:
+- a value that is one of the question's or the working's quantities (a number in the
+  prompt or before the final answer) is explanation: `\\boxed{24}. He had 30 apples.`;
+- after a box or marker line, a closing `= VALUE` is a new commitment (`\\boxed{3}.
+  Wait: 17 - 15 = 2.` answers 2); any other closing sentence is explanation;
+- after a statement ("The result is 12, which times 3 gives $36$."), a closing value
+  (one number or span, not an equation) is the new commitment;
+- a bold number after the final answer that states another value (`\\boxed{450}, that
+  is **500**.`) is `conflicting`: it is emphasised like an answer but marked as none,
+  so the response has not said which of the two it means.
+A closing justification ("Check: 9 * 2 = 18", "since ...") is never read at all.
 """
 
 from __future__ import annotations
@@ -23,56 +28,59 @@ from typing import Callable
 
 from rlvr.verifiers.math.extraction import Candidate
 
-# "the (final|correct) answer is", "the result should be", "answer =": a value follows
-_LOOSE_STATEMENT = re.compile(
-    r"\b(?:final\s+|correct\s+|right\s+|true\s+)?(?:answer|result|solution|value)\s*"
-    r"(?:is|=|would\s+be|should\s+be|must\s+be|equals)\s*:?\s*"
-    # a correction: "Actually, 500." / "Correction: it is 500"
-    r"|\b(?:actually|correction|rather|instead)\b\s*[:,]?\s*(?:(?:it|that)(?:'s|\s+is)\s+)?"
-    r"(?:the\s+answer\s+is\s+)?",
-    re.IGNORECASE)
-_NOT = re.compile(r"^(?:not\b|n't\b|never\b|\\neq?)", re.IGNORECASE)
-# What can follow as a value: a math span, bold text, or a plain number/fraction
-_VALUE = re.compile(
-    r"\$\$?(?P<dollar>(?:\\.|[^$\\])+)\$\$?"
-    r"|\\\((?P<paren>.+?)\\\)"
-    r"|\\textbf\s*\{(?P<bold>[^{}]+)\}"
-    r"|\*\*(?P<stars>[^*]+)\*\*"
-    # a plain number that ends the statement: "is 500.", "is 500 dollars" (not the 6 of
-    # "6*75 = 450", which begins a calculation)
-    r"|(?P<plain>[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?)(?=\s*(?:[.,;:!?)]|$)|\s+[A-Za-z])")
-MAX_STATEMENTS = 20  # loose statements read after the final answer
+_NUMBER = re.compile(r"(?<![\w.])[-+\u2212]?\d[\d,]*(?:\.\d+)?(?![\d])")
+_BOLD_NUMBER = re.compile(r"(?:\*\*|\\textbf\s*\{)\s*(?:\\?\$)?\s*(?P<value>[-+\u2212]?\d[\d,]*"
+                          r"(?:\.\d+)?(?:\s*/\s*\d+)?)\s*\$?\s*(?:\*\*|\})")
+_PLAIN_VALUE = re.compile(r"^[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?$")
+STRONG = ("boxed", "marker")
+MAX_BOLD = 20  # bold numbers read after the final answer
 
 
-def _loose_statements(text: str, start: int) -> list[str]:
-    """Values stated loosely after position `start` ("the answer is 500")."""
-    found = []
-    for match in list(_LOOSE_STATEMENT.finditer(text, start))[:MAX_STATEMENTS]:
-        rest = text[match.end():match.end() + 200]
-        if _NOT.match(rest):
-            continue
-        value = _VALUE.match(rest)
-        if value:
-            found.append(next(g for g in value.groups() if g is not None).strip())
+def _number_key(text: str) -> str:
+    return text.replace(",", "").replace("\u2212", "-").lstrip("+")
+
+
+def known_quantities(text: str, before: int, prompt: str | None) -> set[str]:
+    """The numbers of the question and of the working before position `before`."""
+    found = {_number_key(m.group()) for m in _NUMBER.finditer(text, 0, before)}
+    if prompt:
+        found |= {_number_key(m.group()) for m in _NUMBER.finditer(prompt)}
     return found
 
 
-def conflicting_statement(text: str, candidates: list[Candidate], group: list[Candidate],
-                          same_answer: Callable[[str, str], bool]) -> str | None:
-    """A stated answer that differs from the final one (`group[-1]`), or None.
+def _is_known(candidate: Candidate, known: set[str]) -> bool:
+    text = candidate.text.strip()
+    return bool(_PLAIN_VALUE.match(text)) and _number_key(text) in known
 
-    `group` is the final group (several boxes joined by connecting words, which the
-    hedging checks judge as one statement); boxes before it and loose statements after
-    it must all state the same value."""
-    final = group[-1].text
-    earlier_boxes = [c.text for c in candidates
-                     if c.method == "boxed" and c.end <= group[0].start]
-    seen = {"".join(final.split())}
-    for stated in earlier_boxes + _loose_statements(text, group[-1].end):
-        key = "".join(stated.split())
-        if key in seen:  # written the same way: no need to compare values again
+
+def settle(text: str, commitments: list[Candidate], closing: list[Candidate],
+           prompt: str | None) -> list[Candidate]:
+    """The candidates in order with the closing reading added where it is a new
+    commitment (see the module docstring). `commitments` is not empty."""
+    last = commitments[-1]
+    if not closing or closing[0].start < last.end:
+        return commitments
+    known = known_quantities(text, last.start, prompt)
+    if any(_is_known(c, known) for c in closing):
+        return commitments  # explanation: the question's or the working's quantities
+    if last.method in STRONG:
+        supersedes = [c for c in closing if c.method == "final_equals"]
+    else:
+        supersedes = closing if len(closing) == 1 and "=" not in closing[0].text else []
+    return commitments + supersedes
+
+
+def conflicting_statement(text: str, final: Candidate, prompt: str | None,
+                          same_answer: Callable[[str, str], bool]) -> str | None:
+    """A bold number after the final answer stating a different value, or None."""
+    known = None
+    for match in list(_BOLD_NUMBER.finditer(text, final.end))[:MAX_BOLD]:
+        stated = match.group("value")
+        if "".join(stated.split()) == "".join(final.text.split()):
             continue
-        seen.add(key)
-        if stated and not same_answer(stated, final):
-            return stated[:200]
+        if known is None:
+            known = known_quantities(text, final.start, prompt)
+        if _number_key(stated) in known or same_answer(stated, final.text):
+            continue
+        return stated[:200]
     return None

@@ -63,9 +63,14 @@ def _brace_pairs(text: str) -> dict[int, int]:
     return pairs
 
 
+_COLOR = re.compile(r"\\(?:textcolor|color)\s*\{[^{}]*\}")
+
+
 def unwrap_boxes(content: str) -> str:
-    r"""`\boxed{\boxed{x}}` -> `x`: a box whose whole content is another box. Linear
-    in the length even for thousands of nested boxes (one brace-matching pass)."""
+    r"""`\boxed{\boxed{x}}` -> `x`: a box whose whole content is another box, a brace
+    group (`\boxed{{24}}`) or a colour (`\color{red}{450}`, `\textcolor{red}{450}`,
+    `\color{red} 450`). Linear in the length even for thousands of nested boxes (one
+    brace-matching pass)."""
     pairs = _brace_pairs(content)
     start, end = 0, len(content)  # the current content is content[start:end]
     while True:
@@ -73,14 +78,34 @@ def unwrap_boxes(content: str) -> str:
             start += 1
         while end > start and content[end - 1].isspace():
             end -= 1
+        if start < end and content[start] == "{" and pairs.get(start) == end - 1:
+            start, end = start + 1, end - 1
+            continue
+        color = _COLOR.match(content, start, end)
+        if color:  # `\color{red}` colours what follows; `\textcolor{red}{x}` its group
+            start = color.end()
+            continue
         match = _BOX_COMMAND.match(content, start, end)
         if not match or pairs.get(match.end() - 1) != end - 1:
             return content[start:end]
         start, end = match.end(), end - 1
 
 
+# A box copied from the format instruction ("put your final answer as \\boxed{ANSWER}")
+# holds a placeholder, not an answer.
+_PLACEHOLDER = re.compile(
+    r"^(?:\\text\s*\{)?\s*(?:(?:your|the)\s+)?(?:final\s+)?(?:answer|number|result|value)"
+    r"(?:\s+here)?\s*\}?$|^(?:\.\.\.|\\[lc]?dots|\?|_+)$", re.IGNORECASE)
+
+
+def is_placeholder(content: str) -> bool:
+    """`ANSWER`, `your answer`, `\\text{final answer}`, `...`: an instruction's stand-in."""
+    return _PLACEHOLDER.match(content.strip()) is not None
+
+
 def boxed_candidates(text: str) -> list[Candidate]:
-    """Every outermost box, in order; a box nested inside another is part of it."""
+    """Every outermost box, in order; a box nested inside another is part of it, and a
+    placeholder box (`\\boxed{ANSWER}`) is none."""
     found: list[Candidate] = []
     position = 0
     while True:
@@ -90,8 +115,9 @@ def boxed_candidates(text: str) -> list[Candidate]:
         close = _match_brace(text, match.end() - 1)
         if close is None:  # unclosed box: the model ran out of tokens; not an answer
             return found
-        content = unwrap_boxes(text[match.end():close])
-        found.append(Candidate(content.strip(), match.start(), close + 1, "boxed"))
+        content = unwrap_boxes(text[match.end():close]).strip()
+        if not is_placeholder(content):
+            found.append(Candidate(content, match.start(), close + 1, "boxed"))
         position = close + 1
 
 

@@ -3,9 +3,14 @@
 - several different answers in the final position (`\\boxed{2} or \\boxed{3}`,
   `\\boxed{2}\\n\\boxed{3}`), or many different boxed answers anywhere (spamming);
 - an alternative inside the answer (`2 \\text{ or } 3`, `2 \\lor 3`);
-- a negated answer ("the answer is not \\boxed{5}", `\\boxed{\\neq 5}`).
+- a negated answer ("the answer is not \\boxed{5}", `\\boxed{\\neq 5}`);
+- another value offered beside the final answer in its own sentence (`It is 23 or it
+  is 24.`, `\\boxed{24} (or possibly 23)`, `Maybe 23, maybe 24`): two or more
+  candidates given together as the final answer, boxed or not. A restatement in other
+  units is no alternative (`$18 a day, or $126 a week`: each value has its own unit
+  words, and the first one stated is the answer).
 
-A correction is not a hedge: "I got \\boxed{3}. Wait, that is wrong: \\boxed{2}" ends on
+A correction is not a hedge (the final answer is the last one committed to, conflicts.py): "I got \\boxed{3}. Wait, that is wrong: \\boxed{2}" ends on
 one answer, because the text between the two boxes is more than connecting words.
 Several values where the gold is one value (`\\{2, 3\\}` for gold 2) are judged in
 verifier.py, which knows the gold's shape.
@@ -79,4 +84,60 @@ def hedge_reason(text: str, candidates: list[Candidate], group: list[Candidate],
     before = text[max(0, group[0].start - _NEGATION_WINDOW):group[0].start]
     if _NEGATION_BEFORE.search(before) or _NEGATION_INSIDE.search(final.text):
         return "negated"
+    if not alternatives_allowed and offered_alternative(text, group[0].start, final.end,
+                                                         final.text, same_answer):
+        return "alternative"
     return None
+
+
+_SENTENCE_BREAK = re.compile(r"[.!?](?=\s|$)|\n")
+_ALTERNATIVE_WORD = r"\b(?:or|maybe|perhaps|possibly|alternatively|otherwise)\b"
+_OTHER_VALUE = (r"(?:\\boxed\s*\{|\\?\$)?\s*(?P<value>[-+\u2212]?\d[\d,]*(?:\.\d+)?"
+                r"(?:\s*/\s*\d+)?)\$?\}?(?P<unit>(?:\s+[A-Za-z]+){0,3})")
+# after the final answer: "or possibly 23", "(or 23)", "or maybe it is 23 apples"
+_WORD_THEN_VALUE = re.compile(rf"{_ALTERNATIVE_WORD}[\s,:(]*(?:[A-Za-z']+\s+){{0,3}}{_OTHER_VALUE}",
+                              re.IGNORECASE)
+# before it, right up to it: "23 or it is", "Maybe 23, maybe", "Maybe 23 or"
+_BEFORE_FINAL = (
+    re.compile(rf"{_OTHER_VALUE}[\s,;)]*{_ALTERNATIVE_WORD}", re.IGNORECASE),
+    re.compile(rf"\b(?:maybe|perhaps|possibly)\b[\s,]*{_OTHER_VALUE}[\s,;)]*", re.IGNORECASE))
+_GLUE_TO_FINAL = re.compile(r"[\s,:(]*(?:[A-Za-z']+[\s,:(]+){0,4}[\s$(\\]*$")
+_STOP_WORDS = {"or", "maybe", "perhaps", "possibly", "alternatively", "otherwise", "it",
+               "is", "and", "so", "the", "answer", "that"}
+SENTENCE_WINDOW = 300  # characters searched either side of the final answer
+
+
+def _unit(words: str) -> str:
+    """The unit words after a value ("a day", "apples"), without hedging words."""
+    kept = []
+    for word in words.lower().split():
+        if word in _STOP_WORDS:
+            break
+        kept.append(word)
+    return " ".join(kept)
+
+
+def offered_alternative(text: str, start: int, end: int, final: str,
+                        same_answer: Callable[[str, str], bool] | None) -> bool:
+    """Whether the sentence holding the final answer, text[start:end], offers another
+    value with it: a value and an alternative word right before the answer or right
+    after it, the value not the final answer's own, and not the same amount in other
+    units."""
+    breaks = list(_SENTENCE_BREAK.finditer(text, max(0, start - SENTENCE_WINDOW), start))
+    left = breaks[-1].end() if breaks else max(0, start - SENTENCE_WINDOW)
+    after = _SENTENCE_BREAK.search(text, end, end + SENTENCE_WINDOW)
+    right = after.start() if after else min(len(text), end + SENTENCE_WINDOW)
+    own_unit = _unit(re.match(r"[$}\s]*((?:[A-Za-z]+\s*){0,3})", text[end:right]).group(1))
+    offered = [m for pattern in _BEFORE_FINAL for m in pattern.finditer(text, left, start)
+               if _GLUE_TO_FINAL.match(text, m.end(), start)]
+    offered += list(_WORD_THEN_VALUE.finditer(text, end, right))
+    for match in offered:
+        value = match.group("value")
+        if _squash(value) == _squash(final) or \
+                (same_answer is not None and same_answer(value, final)):
+            continue
+        other_unit = _unit(match.group("unit") or "")
+        if own_unit and other_unit and own_unit != other_unit:
+            continue  # "$18 a day, or $126 a week": the same amount in other units
+        return True
+    return False
