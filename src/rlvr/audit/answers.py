@@ -132,6 +132,21 @@ def final_answer(completion: str) -> Statement | None:
         if only else None
 
 
+def last_commitment(completion: str) -> Statement | None:
+    """The last answer the completion commits to, by position: a box, a marker
+    statement that opens with a value (read as that value), or a closing bold number.
+    A later one supersedes an earlier box (the response corrected itself)."""
+    stated = list(boxes(completion))
+    for marker in marker_statements(completion):
+        value = leading_value(marker.text)
+        if value is not None:
+            stated.append(Statement(value, marker.start, marker.end, "marker"))
+    bold = final_bold(completion)
+    if bold is not None:
+        stated.append(bold)
+    return max(stated, key=lambda s: s.start) if stated else None
+
+
 def statements_after(completion: str, position: int) -> list[Statement]:
     """Answers stated after `position` (later boxes, markers, a closing bold number)."""
     later = [s for s in boxes(completion) + marker_statements(completion) if s.start >= position]
