@@ -99,9 +99,11 @@ _WORD_THEN_VALUE = re.compile(rf"{_ALTERNATIVE_WORD}[\s,:(]*(?:[A-Za-z']+\s+){{0
                               re.IGNORECASE)
 # before it, right up to it: "23 or it is", "Maybe 23, maybe", "Maybe 23 or"
 _BEFORE_FINAL = (
-    re.compile(rf"{_OTHER_VALUE}[\s,;)]*{_ALTERNATIVE_WORD}", re.IGNORECASE),
+    re.compile(rf"{_OTHER_VALUE}[\s,;).]*{_ALTERNATIVE_WORD}", re.IGNORECASE),
     re.compile(rf"\b(?:maybe|perhaps|possibly)\b[\s,]*{_OTHER_VALUE}[\s,;)]*", re.IGNORECASE))
-_GLUE_TO_FINAL = re.compile(r"[\s,:(]*(?:[A-Za-z']+[\s,:(]+){0,4}[\s$(\\]*$")
+_GLUE_TO_FINAL = re.compile(r"[\s,:(.]*(?:[A-Za-z']+[\s,:(]+){0,4}[\s$(\\]*$")
+# A sentence that opens with a hedge word belongs to the answer's: "\\boxed{24}. Maybe 23."
+_HEDGE_OPENING = re.compile(r"[\s.!?*]*(?:maybe|perhaps|possibly|or|alternatively)\b", re.IGNORECASE)
 _STOP_WORDS = {"or", "maybe", "perhaps", "possibly", "alternatively", "otherwise", "it",
                "is", "and", "so", "the", "answer", "that"}
 SENTENCE_WINDOW = 300  # characters searched either side of the final answer
@@ -117,16 +119,30 @@ def _unit(words: str) -> str:
     return " ".join(kept)
 
 
+def _hedge_window(text: str, start: int, end: int) -> tuple[int, int]:
+    """The sentence holding text[start:end], with the sentences next to it that open
+    with a hedge word ("Maybe 23. Maybe 24.", "\\boxed{24}. Or possibly 23.")."""
+    breaks = list(_SENTENCE_BREAK.finditer(text, max(0, start - SENTENCE_WINDOW), start))
+    left = breaks[-1].end() if breaks else max(0, start - SENTENCE_WINDOW)
+    if breaks:
+        previous = breaks[-2].end() if len(breaks) > 1 else max(0, start - SENTENCE_WINDOW)
+        if _HEDGE_OPENING.match(text, left) or _HEDGE_OPENING.match(text, previous):
+            left = previous
+    after = _SENTENCE_BREAK.search(text, end, end + SENTENCE_WINDOW)
+    right = after.start() if after else min(len(text), end + SENTENCE_WINDOW)
+    if after and _HEDGE_OPENING.match(text, after.end()):
+        later = _SENTENCE_BREAK.search(text, after.end(), after.end() + SENTENCE_WINDOW)
+        right = later.start() if later else min(len(text), after.end() + SENTENCE_WINDOW)
+    return left, right
+
+
 def offered_alternative(text: str, start: int, end: int, final: str,
                         same_answer: Callable[[str, str], bool] | None) -> bool:
     """Whether the sentence holding the final answer, text[start:end], offers another
     value with it: a value and an alternative word right before the answer or right
     after it, the value not the final answer's own, and not the same amount in other
     units."""
-    breaks = list(_SENTENCE_BREAK.finditer(text, max(0, start - SENTENCE_WINDOW), start))
-    left = breaks[-1].end() if breaks else max(0, start - SENTENCE_WINDOW)
-    after = _SENTENCE_BREAK.search(text, end, end + SENTENCE_WINDOW)
-    right = after.start() if after else min(len(text), end + SENTENCE_WINDOW)
+    left, right = _hedge_window(text, start, end)
     own_unit = _unit(re.match(r"[$}\s]*((?:[A-Za-z]+\s*){0,3})", text[end:right]).group(1))
     offered = [m for pattern in _BEFORE_FINAL for m in pattern.finditer(text, left, start)
                if _GLUE_TO_FINAL.match(text, m.end(), start)]

@@ -37,6 +37,7 @@ class Span:
         return text[self.inner_start:self.inner_end]
 
 
+_DELIMITER_START = re.compile(r"[\\$]")  # only `\\` and `$` can open a span
 _TWO_WORDS = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{1,}\s+[A-Za-z]{2,}")
 
 
@@ -76,6 +77,10 @@ def math_spans(text: str) -> list[Span]:
     paren_fail_line_end = -1  # a `\(` found no `\)` before this line's end
     i, n = 0, len(text)
     while i < n:
+        jump = _DELIMITER_START.search(text, i)
+        if jump is None:
+            break
+        i = jump.start()
         char = text[i]
         if char == "\\":
             following = text[i + 1:i + 2]
@@ -113,6 +118,4 @@ def math_spans(text: str) -> list[Span]:
                     i = close + 1
                     continue
             i += 1
-            continue
-        i += 1
     return spans
