@@ -11,8 +11,9 @@ Only the last one is ever judged, so extra candidates can never raise the reward
 After the last marked commitment, the closing sentence is read as well:
 - a value that is one of the question's or the working's quantities (a number in the
   prompt or before the final answer) is explanation: `\\boxed{24}. He had 30 apples.`;
-- after a box or marker line, a closing `= VALUE` is a new commitment (`\\boxed{3}.
-  Wait: 17 - 15 = 2.` answers 2); any other closing sentence is explanation;
+- after a box or marker line, a closing `= VALUE` or "is VALUE" is a new commitment
+  (`\\boxed{3}. Wait: 17 - 15 = 2.` answers 2, and `\\boxed{3}. It is 2 or it is 3.`
+  hedges); any other closing sentence is explanation;
 - after a statement ("The result is 12, which times 3 gives $36$."), a closing value
   (one number or span, not an equation) is the new commitment;
 - a bold number after the final answer that states another value (`\\boxed{450}, that
@@ -64,7 +65,7 @@ def settle(text: str, commitments: list[Candidate], closing: list[Candidate],
     if any(_is_known(c, known) for c in closing):
         return commitments  # explanation: the question's or the working's quantities
     if last.method in STRONG:
-        supersedes = [c for c in closing if c.method == "final_equals"]
+        supersedes = [c for c in closing if c.method in ("final_equals", "final_value")]
     else:
         supersedes = closing if len(closing) == 1 and "=" not in closing[0].text else []
     return commitments + supersedes

@@ -103,7 +103,7 @@ _BEFORE_FINAL = (
     re.compile(rf"\b(?:maybe|perhaps|possibly)\b[\s,]*{_OTHER_VALUE}[\s,;)]*", re.IGNORECASE))
 _GLUE_TO_FINAL = re.compile(r"[\s,:(.]*(?:[A-Za-z']+[\s,:(]+){0,4}[\s$(\\]*$")
 # A sentence that opens with a hedge word belongs to the answer's: "\\boxed{24}. Maybe 23."
-_HEDGE_OPENING = re.compile(r"[\s.!?*]*(?:maybe|perhaps|possibly|or|alternatively)\b", re.IGNORECASE)
+_HEDGE_OPENING = re.compile(r"[\s.!?*(]*(?:maybe|perhaps|possibly|or|alternatively)\b", re.IGNORECASE)
 _STOP_WORDS = {"or", "maybe", "perhaps", "possibly", "alternatively", "otherwise", "it",
                "is", "and", "so", "the", "answer", "that"}
 SENTENCE_WINDOW = 300  # characters searched either side of the final answer
