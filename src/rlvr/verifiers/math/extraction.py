@@ -66,11 +66,12 @@ def _brace_pairs(text: str) -> dict[int, int]:
 _COLOR = re.compile(r"\\(?:textcolor|color)\s*\{[^{}]*\}")
 
 
-def unwrap_boxes(content: str) -> str:
-    r"""`\boxed{\boxed{x}}` -> `x`: a box whose whole content is another box, a brace
-    group (`\boxed{{24}}`) or a colour (`\color{red}{450}`, `\textcolor{red}{450}`,
-    `\color{red} 450`). Linear in the length even for thousands of nested boxes (one
-    brace-matching pass)."""
+def unwrap_boxes(content: str, braces: bool = False) -> str:
+    r"""`\boxed{\boxed{x}}` -> `x`: a box whose whole content is another box or a
+    colour (`\color{red}{450}`, `\textcolor{red}{450}`, `\color{red} 450`), and with
+    `braces` (a box's content) a brace group (`\boxed{{24}}`; elsewhere `{1,3}` may be a
+    set written loosely, so it is kept). Linear in the length even for thousands of
+    nested boxes (one brace-matching pass)."""
     pairs = _brace_pairs(content)
     start, end = 0, len(content)  # the current content is content[start:end]
     while True:
@@ -78,7 +79,7 @@ def unwrap_boxes(content: str) -> str:
             start += 1
         while end > start and content[end - 1].isspace():
             end -= 1
-        if start < end and content[start] == "{" and pairs.get(start) == end - 1:
+        if braces and start < end and content[start] == "{" and pairs.get(start) == end - 1:
             start, end = start + 1, end - 1
             continue
         color = _COLOR.match(content, start, end)
@@ -115,7 +116,7 @@ def boxed_candidates(text: str) -> list[Candidate]:
         close = _match_brace(text, match.end() - 1)
         if close is None:  # unclosed box: the model ran out of tokens; not an answer
             return found
-        content = unwrap_boxes(text[match.end():close]).strip()
+        content = unwrap_boxes(text[match.end():close], braces=True).strip()
         if not is_placeholder(content):
             found.append(Candidate(content, match.start(), close + 1, "boxed"))
         position = close + 1
