@@ -48,8 +48,8 @@ def _squash(text: str) -> str:
 
 def final_group(text: str, candidates: list[Candidate]) -> list[Candidate]:
     """The last candidate and those before it joined to it by connecting words only.
-    A marker after a box (`\\boxed{450}\n#### 500`) is a later statement, not part of
-    the box's: conflicts.py judges the two."""
+    A marker after a box (`\\boxed{450}\n#### 500`) is a later commitment, not part
+    of the box's statement: it supersedes the box (final_answer.py)."""
     group = [candidates[-1]]
     for previous in reversed(candidates[:-1]):
         glue = text[previous.end:group[0].start]

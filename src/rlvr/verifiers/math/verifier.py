@@ -1,16 +1,18 @@
 """The math verifier ("math"): is the completion's final answer equal to the gold?
 
-Pipeline: extraction (last box or answer marker) -> hedging checks -> normalisation
--> shape (sets, tuples, relations, ...) -> exact symbolic comparison. Each step is its
-own module; this one wires them and names the outcome:
+Pipeline: the final answer (the last commitment: box, marker, "the answer is", closing
+`= VALUE`; final_answer.py) -> hedging checks -> normalisation -> shape (sets, tuples,
+relations, ...) -> exact symbolic comparison. Each step is its own module; this one
+wires them and names the outcome:
 
     correct        the final answer equals the gold
     wrong_answer   it does not
     no_answer      nothing marked as a final answer (or an empty box)
     hedged         several answers, an alternative, a negation, or several values
                    for a single-valued gold (details["hedge"] says which)
-    conflicting    a box followed by a different stated answer ("First \\boxed{450}.
-                   Actually the answer is 500."; conflicts.py)
+    conflicting    after the final answer, an emphasised different number that is no
+                   commitment (`\\boxed{450}, that is **500**.`; conflicts.py). A later
+                   commitment supersedes an earlier one instead: self-correction.
     echoes_prompt  the answer only restates an expression from the prompt
                    (`\\boxed{6 * 75}` for "What is 6 * 75?"; prompt_echo.py)
     unsimplified   the gold is a plain value and the answer is not written as one
@@ -18,7 +20,8 @@ own module; this one wires them and names the outcome:
     unparseable    the answer is not text we can read as math, and not equal as text
     too_large      the answer is a number too large to evaluate (`9^{9^{9^9}}`) and is
                    not written exactly as the gold
-    too_slow       parsing and comparing ran past the verifier's own time budget
+    too_slow       finding, parsing or comparing the answer ran past the verifier's own
+                   time budget
 
 The gold is parsed once per distinct string (cached), since a GRPO group checks many
 completions against one gold.
