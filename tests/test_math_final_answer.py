@@ -71,6 +71,7 @@ def test_a_correction_that_ends_in_a_hedge_is_a_hedge(completion):
     r"The answer is $24$ or possibly $23$.",
     r"\boxed{23} or \boxed{24}",
     "The answer is 24, or perhaps 23 apples.",
+    r"\boxed{24}. It is 23 or it is 24.",  # no correction cue, but an alternative
 ])
 def test_hedges_stay_zero(completion):
     for gold in ("23", "24"):
@@ -92,6 +93,10 @@ def test_hedges_stay_zero(completion):
     ("x = 5. Verify: 2(5)+3=13.", "5", None),
     ("x = 5. Verify: 2(5)+3=13. Check: both sides agree.", "5", None),
     (r"The answer is $7$ because $3 + 4 = 7$ and nothing else fits.", "7", None),
+    # a closing value after a box that does not correct it is explanation
+    (r"\boxed{5}. So the perimeter is 4 * 5 = 20.", "5", "A square has side 5."),
+    (r"\boxed{5}. So the perimeter is 20.", "5", None),
+    (r"\boxed{2}. Indeed, 17 - 15 = 2 and 2 + 15 = 17.", "2", None),
 ])
 def test_explanation_and_justification_are_not_the_answer(completion, gold, prompt):
     assert V.verify(completion, gold, prompt=prompt).passed

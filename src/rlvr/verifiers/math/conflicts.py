@@ -12,8 +12,11 @@ After the last marked commitment, the closing sentence is read as well:
 - a value that is one of the question's or the working's quantities (a number in the
   prompt or before the final answer) is explanation: `\\boxed{24}. He had 30 apples.`;
 - after a box or marker line, a closing `= VALUE` or "is VALUE" is a new commitment
-  (`\\boxed{3}. Wait: 17 - 15 = 2.` answers 2, and `\\boxed{3}. It is 2 or it is 3.`
-  hedges); any other closing sentence is explanation;
+  when the text after the box corrects it ("Wait", "actually", "mistake", ...:
+  `\\boxed{3}. Wait: 17 - 15 = 2.` answers 2) or offers an alternative to it
+  (`\\boxed{24}. It is 23 or it is 24.` hedges); otherwise it is explanation
+  (`\\boxed{5}. So the perimeter is 4 * 5 = 20.` answers 5), as is any other closing
+  sentence;
 - after a statement ("The result is 12, which times 3 gives $36$."), a closing value
   (one number or span, not an equation) is the new commitment;
 - a bold number after the final answer that states another value (`\\boxed{450}, that
@@ -28,12 +31,18 @@ import re
 from typing import Callable
 
 from rlvr.verifiers.math.extraction import Candidate
+from rlvr.verifiers.math.hedging import offered_alternative
 
 _NUMBER = re.compile(r"(?<![\w.])[-+\u2212]?\d[\d,]*(?:\.\d+)?(?![\d])")
 _BOLD_NUMBER = re.compile(r"(?:\*\*|\\textbf\s*\{)\s*(?:\\?\$)?\s*(?P<value>[-+\u2212]?\d[\d,]*"
                           r"(?:\.\d+)?(?:\s*/\s*\d+)?)\s*\$?\s*(?:\*\*|\})")
 _PLAIN_VALUE = re.compile(r"^[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?$")
 STRONG = ("boxed", "marker")
+# Words that take back what was just said: the closing value after them corrects the box.
+_CORRECTION = re.compile(
+    r"\b(?:wait|actually|mistake|mistaken|wrong|error|oops|correction|corrected|"
+    r"re-?check(?:ing)?|re-?comput(?:e|ing)|re-?do(?:ing)?|instead|sorry|fix(?:ing)?)\b"
+    r"|\bno\b\s*[,.:;!]", re.IGNORECASE)
 MAX_BOLD = 20  # bold numbers read after the final answer
 
 
@@ -65,7 +74,9 @@ def settle(text: str, commitments: list[Candidate], closing: list[Candidate],
     if any(_is_known(c, known) for c in closing):
         return commitments  # explanation: the question's or the working's quantities
     if last.method in STRONG:
-        supersedes = [c for c in closing if c.method in ("final_equals", "final_value")]
+        supersedes = [c for c in closing if c.method in ("final_equals", "final_value") and (
+            _CORRECTION.search(text, last.end, c.start)
+            or offered_alternative(text, c.start, c.end, c.text, None))]
     else:
         supersedes = closing if len(closing) == 1 and "=" not in closing[0].text else []
     return commitments + supersedes
