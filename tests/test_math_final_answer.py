@@ -102,6 +102,25 @@ def test_explanation_and_justification_are_not_the_answer(completion, gold, prom
     assert V.verify(completion, gold, prompt=prompt).passed
 
 
+@pytest.mark.parametrize("completion,gold", [
+    (r"The probability is \boxed{\frac{1}{4}}, or 25%.", "\\frac14"),
+    (r"The probability is \boxed{\frac{1}{4}}, or 25\%.", "\\frac14"),
+    (r"\boxed{\frac13}, or about 0.33.", "\\frac13"),
+    (r"So he needs 3 more boxes, or \boxed{36} eggs in total.", "36"),
+    (r"The answer is \boxed{12}, or 12 apples.", "12"),
+])
+def test_a_restatement_of_the_same_amount_is_no_hedge(completion, gold):
+    assert V.verify(completion, gold).passed
+
+
+@pytest.mark.parametrize("completion,gold", [
+    (r"The probability is \boxed{\frac{1}{4}}, or 30%.", "\\frac14"),
+    (r"\boxed{\frac13}, or 0.33.", "\\frac13"),
+])
+def test_a_different_amount_beside_the_answer_is_a_hedge(completion, gold):
+    assert V.verify(completion, gold).reason == "hedged"
+
+
 def test_a_justification_is_not_read_as_the_answer():
     assert V.verify(r"So the answer is $2$, since $2^2=4$.", "4").reason == "wrong_answer"
     assert V.verify("x = 5. Verify: 2(5)+3=13.", "13").reason == "wrong_answer"

@@ -93,10 +93,14 @@ def hedge_reason(text: str, candidates: list[Candidate], group: list[Candidate],
 _SENTENCE_BREAK = re.compile(r"[.!?](?=\s|$)|\n")
 _ALTERNATIVE_WORD = r"\b(?:or|maybe|perhaps|possibly|alternatively|otherwise)\b"
 _OTHER_VALUE = (r"(?:\\boxed\s*\{|\\?\$)?\s*(?P<value>[-+\u2212]?\d[\d,]*(?:\.\d+)?"
-                r"(?:\s*/\s*\d+)?)\$?\}?(?P<unit>(?:\s+[A-Za-z]+){0,3})")
+                r"(?:\s*/\s*\d+)?)(?P<percent>\s*(?:\\?%|percent\b))?\$?\}?"
+                r"(?P<unit>(?:\s+[A-Za-z]+){0,3})")
 # after the final answer: "or possibly 23", "(or 23)", "or maybe it is 23 apples"
-_WORD_THEN_VALUE = re.compile(rf"{_ALTERNATIVE_WORD}[\s,:(]*(?:[A-Za-z']+\s+){{0,3}}{_OTHER_VALUE}",
-                              re.IGNORECASE)
+_WORD_THEN_VALUE = re.compile(rf"{_ALTERNATIVE_WORD}[\s,:(]*(?P<words>(?:[A-Za-z']+\s+){{0,3}})"
+                              rf"(?P<approx>\\approx\s*|\u2248\s*)?{_OTHER_VALUE}", re.IGNORECASE)
+# "or about 0.33", "or roughly 33%": the same amount rounded, no second answer
+_APPROXIMATELY = re.compile(r"\b(?:about|approximately|approx|roughly|around|nearly|"
+                            r"equivalently|i\.?e)\b", re.IGNORECASE)
 # before it, right up to it: "23 or it is", "Maybe 23, maybe", "Maybe 23 or"
 _BEFORE_FINAL = (
     re.compile(rf"{_OTHER_VALUE}[\s,;).]*{_ALTERNATIVE_WORD}", re.IGNORECASE),
@@ -149,6 +153,11 @@ def offered_alternative(text: str, start: int, end: int, final: str,
     offered += list(_WORD_THEN_VALUE.finditer(text, end, right))
     for match in offered:
         value = match.group("value")
+        if match.re is _WORD_THEN_VALUE and (match.group("approx") or
+                                              _APPROXIMATELY.search(match.group("words"))):
+            continue
+        if match.group("percent"):  # "\\frac14, or 25%": the same amount as a percentage
+            value = f"\\frac{{{value}}}{{100}}"
         if _squash(value) == _squash(final) or \
                 (same_answer is not None and same_answer(value, final)):
             continue
