@@ -185,6 +185,23 @@ def test_what_closing_sentences_do_not_state(completion, gold, reason):
     assert (verdict.passed, verdict.reason) == (False, reason), verdict
 
 
+@pytest.mark.parametrize("completion,passed", [
+    ("Primero obtuve 3. Pero 17 - 15 = 2, así que la respuesta es 2.", True),
+    (r"\boxed{3}. Non : la réponse est $2$.", True),
+    ("Die Antwort ist 2.", True),
+    ("答案是 2。", True),
+    ("最终答案：2", True),
+    ("La respuesta es 2 o 3.", False),
+    ("Die Antwort ist 2 oder 3.", False),
+    ("答案是 2 或 3。", False),
+])
+def test_markers_and_hedges_in_other_languages(completion, passed):
+    verdict = V.verify(completion, "2", prompt=SUBTRACTION)
+    assert verdict.passed is passed, verdict
+    if not passed:
+        assert verdict.reason == "hedged"
+
+
 # -- only the last commitment can be paid (the property) -------------------------------
 
 CORRECTIONS = ["Wait, that is wrong.", "Hmm, let me re-check.", "No, I slipped.",

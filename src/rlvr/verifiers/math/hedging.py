@@ -91,7 +91,8 @@ def hedge_reason(text: str, candidates: list[Candidate], group: list[Candidate],
 
 
 _SENTENCE_BREAK = re.compile(r"[.!?](?=\s|$)|\n")
-_ALTERNATIVE_WORD = r"\b(?:or|maybe|perhaps|possibly|alternatively|otherwise)\b"
+_ALTERNATIVE_WORD = (r"(?:\b(?:or|maybe|perhaps|possibly|alternatively|otherwise|"
+                     r"o(?!')|ou|oder|quiz[áa]s|vielleicht)\b|或)")  # and in other languages
 _OTHER_VALUE = (r"(?:\\boxed\s*\{|\\?\$)?\s*(?P<value>[-+\u2212]?\d[\d,]*(?:\.\d+)?"
                 r"(?:\s*/\s*\d+)?)(?P<percent>\s*(?:\\?%|percent\b))?\$?\}?"
                 r"(?P<unit>(?:\s+[A-Za-z]+){0,3})")

@@ -1,5 +1,7 @@
 """Answers committed to in words: "the answer is X", "the final result is **X**",
 "Actually, X", "Correction: it's X" (method "statement"), and the value X each reads.
+"La respuesta es X", "La réponse est X", "Die Antwort ist X" and "答案是 X" are the
+same statements.
 
 A statement is a commitment only when a value follows it: a math span, bold text, an
 amount (`$18`), or a plain number that ends its clause ("is 500.", "is 24, not 23",
@@ -21,7 +23,12 @@ _STATEMENT = re.compile(
     r"(?:is|=|would\s+be|should\s+be|must\s+be|equals)\s*:?\s*"
     # a correction: "Actually, 500." / "Correction: it is 500"
     r"|\b(?:actually|correction|rather|instead)\b\s*[:,]?\s*(?:(?:it|that)(?:'s|\s+is)\s+)?"
-    r"(?:the\s+answer\s+is\s+)?",
+    r"(?:the\s+answer\s+is\s+)?"
+    # the same statement in a few other languages models answer in
+    r"|\b(?:la\s+)?respuesta\s+(?:final\s+|correcta\s+)?es\s*:?\s*"
+    r"|\b(?:la\s+)?r[ée]ponse\s+(?:finale\s+|correcte\s+)?est\s*:?\s*"
+    r"|\b(?:die\s+)?(?:endg[üu]ltige\s+)?antwort\s+(?:ist|lautet)\s*:?\s*"
+    r"|答案\s*(?:是|为|為|:|：)\s*",
     re.IGNORECASE)
 _NOT = re.compile(r"(?:not\b|n't\b|never\b|\\neq?)", re.IGNORECASE)
 _NUMBER = r"[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?"
@@ -33,7 +40,7 @@ _VALUE = re.compile(
     r"|\\\((?P<paren>[^\n]+?)\\\)"
     r"|\\textbf\s*\{(?P<bold>[^{}]+)\}"
     r"|\*\*(?P<stars>[^*\n]+)\*\*"
-    rf"|(?P<plain>{_NUMBER})(?=\s*(?:[.,;:!?)]|$)|\s+[A-Za-z])")
+    rf"|(?P<plain>{_NUMBER})(?=\s*(?:[.,;:!?)\u3002\uff0c\uff01\u4e00-\u9fff]|$)|\s+[A-Za-z])")
 # `**$18$**`, `\textbf{\$18}.`: the value inside bold text
 _WRAPPING = re.compile(r"^\s*(?:\\?\$|\\\()?\s*(?P<inner>.*?)\s*(?:\$|\\\))?\s*[.,]?\s*$")
 VALUE_WINDOW = 200  # characters read after a statement for its value
