@@ -23,6 +23,7 @@ sentence, or a "since ..."/"because ..." clause, is cut before reading
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from rlvr.verifiers.math.extraction import Candidate
@@ -76,9 +77,10 @@ def _reading_end(text: str, spans: list[Span]) -> int:
             break
         end = start
     start = _sentence_start(text[:end], [s for s in spans if s.end <= end] or None, limit=end)
+    starts = [s.start for s in spans]
     for clause in _BECAUSE.finditer(text, start, end):
-        if not any(s.start < clause.start() < s.end for s in spans) and \
-                text[start:clause.start()].strip():
+        at = bisect.bisect_right(starts, clause.start()) - 1  # the span that may hold it
+        if (at < 0 or spans[at].end <= clause.start()) and text[start:clause.start()].strip():
             return clause.start()
     return end
 
