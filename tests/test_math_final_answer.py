@@ -92,6 +92,8 @@ def test_hedges_stay_zero(completion):
     (r"So the answer is $2$, since $2^2=4$.", "2", None),
     ("x = 5. Verify: 2(5)+3=13.", "5", None),
     ("x = 5. Verify: 2(5)+3=13. Check: both sides agree.", "5", None),
+    ("So $x = 5$. Verify: 2(5)+3=13.", "5", None),
+    ("So $x = 5$. Verify: $2(5)+3=13$.", "5", None),
     (r"The answer is $7$ because $3 + 4 = 7$ and nothing else fits.", "7", None),
     # a closing value after a box that does not correct it is explanation
     (r"\boxed{5}. So the perimeter is 4 * 5 = 20.", "5", "A square has side 5."),

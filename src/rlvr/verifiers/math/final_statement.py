@@ -71,12 +71,11 @@ def _reading_end(text: str, spans: list[Span]) -> int:
     "since ..." clause, as long as something is left to read."""
     end = len(text)
     for _ in range(3):  # "x = 5. Verify: ... Check: ...": a few checks in a row
-        start = _sentence_start(text[:end], [s for s in spans if s.end <= end] or None,
-                                limit=end)
+        start = _sentence_start(text[:end], [s for s in spans if s.end <= end], last=True)
         if start == 0 or not _CHECK_SENTENCE.match(text, start, end):
             break
         end = start
-    start = _sentence_start(text[:end], [s for s in spans if s.end <= end] or None, limit=end)
+    start = _sentence_start(text[:end], [s for s in spans if s.end <= end], last=True)
     starts = [s.start for s in spans]
     for clause in _BECAUSE.finditer(text, start, end):
         at = bisect.bisect_right(starts, clause.start()) - 1  # the span that may hold it
@@ -85,13 +84,12 @@ def _reading_end(text: str, spans: list[Span]) -> int:
     return end
 
 
-def _sentence_start(text: str, spans: list[Span] | None, limit: int | None = None) -> int:
-    """Where the sentence holding the last span (or ending at `limit`) begins: the last
-    sentence end before it that lies outside every span (`$3. 5$` ends no sentence).
-    One pass over sentence ends and spans together (both are in order)."""
-    stop = spans[-1].start if spans else (len(text) if limit is None else limit)
-    stop = len(text.rstrip()) if not spans else stop
-    spans = spans or []
+def _sentence_start(text: str, spans: list[Span], last: bool = False) -> int:
+    """Where the sentence holding the last span (with `last` or without spans: the
+    text's last sentence) begins: the last sentence end before it that lies outside
+    every span (`$3. 5$` ends no sentence). One pass over sentence ends and spans
+    together (both are in order)."""
+    stop = len(text.rstrip()) if last or not spans else spans[-1].start
     start, k = 0, 0
     for end in _SENTENCE_END.finditer(text, 0, max(0, stop - 1)):
         while k < len(spans) and spans[k].end <= end.start():
@@ -104,7 +102,7 @@ def _sentence_start(text: str, spans: list[Span] | None, limit: int | None = Non
 
 def _plain_sentence(text: str, spans: list[Span]) -> list[Candidate]:
     """The one number of a plain closing sentence (see the module docstring)."""
-    start = _sentence_start(text, None, limit=len(text))
+    start = _sentence_start(text, spans, last=True)
     if spans and spans[-1].end > start:
         return []
     sentence = text[start:]
