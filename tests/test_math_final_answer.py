@@ -123,6 +123,20 @@ def test_a_different_amount_beside_the_answer_is_a_hedge(completion, gold):
     assert V.verify(completion, gold).reason == "hedged"
 
 
+@pytest.mark.parametrize("completion,gold", [
+    # GSM8K's own solution lines: the value in the "because" clause is the answer when
+    # the main clause states none, and a leading "Since ..." clause is no justification
+    ("It costs him $14 a time because 7 + 7 = 14\nHe can go 3 times because 42 / 14 = 3", "3"),
+    ("The total is 240 because 80 + 60 + 100 = 240\nThe average is 80 because 240 / 3 = 80",
+     "80"),
+    ("The ratio is 7/20.\nSince the fraction is 7/20, she used 7/20*120 = 42", "42"),
+    # an "or" in another clause after the answer is no alternative to it
+    (r"Only $\boxed{49}$ has a remainder of 1 when divided by 2, 3, 4, or 6.", "49"),
+])
+def test_clauses_around_the_answer_are_read_as_written(completion, gold):
+    assert V.verify(completion, gold).passed
+
+
 def test_a_justification_is_not_read_as_the_answer():
     assert V.verify(r"So the answer is $2$, since $2^2=4$.", "4").reason == "wrong_answer"
     assert V.verify("x = 5. Verify: 2(5)+3=13.", "13").reason == "wrong_answer"

@@ -34,6 +34,7 @@ from rlvr.verifiers.math.spans import Span, math_spans
 _CLOSING = re.compile(r"^[\s,;:)*]*(?:[A-Za-z']+[\s,;:)*]*){0,8}[\s.!*]*$")  # a question is no statement
 # A sentence ends at ". ", "! ", "? " before a capital, or at a blank line.
 _SENTENCE_END = re.compile(r"[.!?]\s+(?=[A-Z])|\n\s*\n")
+_LINE_END = re.compile(r"[.!?]\s+(?=[A-Z])|\n")
 _CLOSING_VALUE = re.compile(r"(?:\b(?:is|are|equals|be)\s+|(?P<equals>=)\s*)(?P<value>[-+]?\d[\d,]*"
                             r"(?:\.\d+)?(?:\s*/\s*\d+)?)(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
 # A closing sentence that checks the answer rather than states it.
@@ -50,9 +51,18 @@ _PLAIN_SENTENCE = re.compile(r"^[A-Z][^\n]{0,300}?[.!]\**\s*$")
 def final_statement_candidates(text: str) -> list[Candidate]:
     """The math spans of the closing sentence, when the last of them ends the text;
     else the plain value the text ends on ("... is 2/3."); else the one number of a
-    plain closing sentence. The text is read before a closing justification."""
+    plain closing sentence. The text is read before a closing justification: before a
+    closing "since"/"because" clause when that leaves a reading ("The average is 80
+    because 240 / 3 = 80."), else only before closing check sentences ("He will be 13
+    because 12 + 1 = 13" states its value in the clause)."""
     spans = math_spans(text)
-    end = _reading_end(text, spans)
+    checked = _before_checks(text, spans)
+    clause = _before_clause(text, spans, checked)
+    return _read(text, spans, clause) or (_read(text, spans, checked) if clause < checked else [])
+
+
+def _read(text: str, spans: list[Span], end: int) -> list[Candidate]:
+    """The closing reading of text[:end]."""
     spans = [s for s in spans if s.end <= end]
     body = text[:end]
     if spans and _CLOSING.match(body[spans[-1].end:]):
@@ -66,15 +76,21 @@ def final_statement_candidates(text: str) -> list[Candidate]:
     return _plain_sentence(body, spans)
 
 
-def _reading_end(text: str, spans: list[Span]) -> int:
-    """Where the statement ends: before closing "Verify: ..." sentences and a closing
-    "since ..." clause, as long as something is left to read."""
+def _before_checks(text: str, spans: list[Span]) -> int:
+    """Where the text ends before its closing "Verify: ..."/"Check: ..." sentences (a
+    line is a sentence here), as long as something is left to read."""
     end = len(text)
     for _ in range(3):  # "x = 5. Verify: ... Check: ...": a few checks in a row
         start = _sentence_start(text[:end], [s for s in spans if s.end <= end], last=True)
         if start == 0 or not _CHECK_SENTENCE.match(text, start, end):
             break
         end = start
+    return end
+
+
+def _before_clause(text: str, spans: list[Span], end: int) -> int:
+    """Where text[:end] ends before a "since"/"because" clause of its last sentence
+    that follows the sentence's main clause ("Since ..., she used 42" keeps its answer)."""
     start = _sentence_start(text[:end], [s for s in spans if s.end <= end], last=True)
     starts = [s.start for s in spans]
     for clause in _BECAUSE.finditer(text, start, end):
@@ -86,12 +102,13 @@ def _reading_end(text: str, spans: list[Span]) -> int:
 
 def _sentence_start(text: str, spans: list[Span], last: bool = False) -> int:
     """Where the sentence holding the last span (with `last` or without spans: the
-    text's last sentence) begins: the last sentence end before it that lies outside
-    every span (`$3. 5$` ends no sentence). One pass over sentence ends and spans
-    together (both are in order)."""
+    text's last sentence, where a line break ends a sentence too) begins: the last
+    sentence end before it that lies outside every span (`$3. 5$` ends no sentence).
+    One pass over sentence ends and spans together (both are in order)."""
     stop = len(text.rstrip()) if last or not spans else spans[-1].start
+    ends = _LINE_END if last else _SENTENCE_END
     start, k = 0, 0
-    for end in _SENTENCE_END.finditer(text, 0, max(0, stop - 1)):
+    for end in ends.finditer(text, 0, max(0, stop - 1)):
         while k < len(spans) and spans[k].end <= end.start():
             k += 1
         if k < len(spans) and spans[k].start <= end.start():

@@ -107,6 +107,9 @@ _BEFORE_FINAL = (
     re.compile(rf"{_OTHER_VALUE}[\s,;).]*{_ALTERNATIVE_WORD}", re.IGNORECASE),
     re.compile(rf"\b(?:maybe|perhaps|possibly)\b[\s,]*{_OTHER_VALUE}[\s,;)]*", re.IGNORECASE))
 _GLUE_TO_FINAL = re.compile(r"[\s,:(.]*(?:[A-Za-z']+[\s,:(]+){0,4}[\s$(\\]*$")
+# From the final answer to the alternative word after it: "\\boxed{24} (", ", ", " a
+# day, " (not "has a remainder of 1 when divided by 2, 3, 4, or 6": another clause)
+_GLUE_FROM_FINAL = re.compile(r"[\s,;:)(*$}.!?]*(?:[A-Za-z']+[\s,;:)(*$}.]*){0,3}")
 # A sentence that opens with a hedge word belongs to the answer's: "\\boxed{24}. Maybe 23."
 _HEDGE_OPENING = re.compile(r"[\s.!?*(]*(?:maybe|perhaps|possibly|or|alternatively)\b", re.IGNORECASE)
 _STOP_WORDS = {"or", "maybe", "perhaps", "possibly", "alternatively", "otherwise", "it",
@@ -151,7 +154,8 @@ def offered_alternative(text: str, start: int, end: int, final: str,
     own_unit = _unit(re.match(r"[$}\s]*((?:[A-Za-z]+\s*){0,3})", text[end:right]).group(1))
     offered = [m for pattern in _BEFORE_FINAL for m in pattern.finditer(text, left, start)
                if _GLUE_TO_FINAL.match(text, m.end(), start)]
-    offered += list(_WORD_THEN_VALUE.finditer(text, end, right))
+    offered += [m for m in _WORD_THEN_VALUE.finditer(text, end, right)
+                if _GLUE_FROM_FINAL.fullmatch(text, end, m.start())]
     for match in offered:
         value = match.group("value")
         if match.re is _WORD_THEN_VALUE and (match.group("approx") or
