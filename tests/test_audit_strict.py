@@ -121,6 +121,8 @@ def test_math_strict_rejections(completion, code):
     ("\\boxed{450}\n#### 500", "500"),
     ("First \\boxed{450}. Actually the answer is 500.", "500"),
     ("\\boxed{6 * 75}. Evaluating: \\boxed{450}", "450"),
+    ("\\boxed{451}. Actually, 450.", "450"),
+    ("\\boxed{451}. Wait: 6 * 75 = 450.", "450"),
 ])
 def test_math_strict_keeps_honest_answers(completion, reference):
     assert strict_recheck("math", completion, reference, PROMPT) is None

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from rlvr.audit.strict import strict_recheck
 from rlvr.verifiers.math.spans import math_spans
 from rlvr.verifiers.math.verifier import MathVerifier
 
@@ -23,7 +24,7 @@ SUBTRACTION = "What is 17 - 15?"
 
 # -- the self-corrections: paid when the last commitment is right --------------------
 
-@pytest.mark.parametrize("completion", [
+SELF_CORRECTIONS = [
     r"I get 3. Wait, let me re-check: 17-15 = 2. So the answer is \boxed{2}.",
     r"\boxed{3}. Wait, that is wrong: 17-15=2, so the answer is \boxed{2}.",
     r"<think>... \boxed{3} ...</think> The answer is \boxed{2}",
@@ -38,12 +39,21 @@ SUBTRACTION = "What is 17 - 15?"
     r"\boxed{2}. Hmm, maybe it is \boxed{3}? Checking again: 17 - 15 = 2, so \boxed{2}.",
     r"\boxed{3}. Wait: 17 - 15 = 2.",  # a closing `= VALUE` is a commitment
     r"\fbox{3} was a slip; the final answer is $\boxed{2}$.",
-])
+]
+
+
+@pytest.mark.parametrize("completion", SELF_CORRECTIONS)
 def test_honest_self_correction_is_paid(completion):
     verdict = V.verify(completion, "2", prompt=SUBTRACTION)
     assert verdict.passed, verdict
     # and the superseded value is no answer at all: graded as the final one (2), it is wrong
     assert V.verify(completion, "3", prompt=SUBTRACTION).reason == "wrong_answer"
+
+
+@pytest.mark.parametrize("completion", SELF_CORRECTIONS)
+def test_the_audit_does_not_flag_a_self_correction(completion):
+    """`rlvr audit` re-checks passed attempts: a superseded answer is no hack there either."""
+    assert strict_recheck("math", completion, "2", SUBTRACTION) is None
 
 
 @pytest.mark.parametrize("completion", [
@@ -165,7 +175,7 @@ def test_placeholder_boxes_are_ignored(placeholder):
 
 # -- readings of closing sentences ----------------------------------------------------
 
-@pytest.mark.parametrize("completion,gold", [
+READINGS = [
     ("The answer is **24**.", "24"),
     ("Tom has 24 apples left.", "24"),
     ("The answer is 24, not 23.", "24"),
@@ -181,10 +191,19 @@ def test_placeholder_boxes_are_ignored(placeholder):
     (r"\boxed{\textcolor{blue}{7}}", "7"),
     (r"\boxed{{\color{red} 450}}", "450"),
     ("Adding everything, Tom has 24 apples left!", "24"),
-])
+]
+
+
+@pytest.mark.parametrize("completion,gold", READINGS)
 def test_closing_sentences_are_read(completion, gold):
     verdict = V.verify(completion, gold)
     assert verdict.passed, verdict
+
+
+@pytest.mark.parametrize("completion,gold", READINGS + [
+    ("So the answer is $2$, since $2^2=4$.", "2"), ("x = 5. Verify: 2(5)+3=13.", "5")])
+def test_the_audit_reads_the_honest_answers_too(completion, gold):
+    assert strict_recheck("math", completion, gold, None) is None
 
 
 @pytest.mark.parametrize("completion,gold,reason", [
