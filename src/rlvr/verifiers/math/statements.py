@@ -30,6 +30,7 @@ _STATEMENT = re.compile(
     r"|\b(?:die\s+)?(?:endg[üu]ltige\s+)?antwort\s+(?:ist|lautet)\s*:?\s*"
     r"|答案\s*(?:是|为|為|:|：)\s*",
     re.IGNORECASE)
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _NOT = re.compile(r"(?:not\b|n't\b|never\b|\\neq?)", re.IGNORECASE)
 _NUMBER = r"[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?"
 _AMOUNT = re.compile(rf"\\?\$\s?(?P<money>{_NUMBER})")
@@ -59,6 +60,8 @@ def _value(text: str, start: int) -> tuple[str, int] | None:
         return None
     name = next(k for k, v in match.groupdict().items() if v is not None)
     value = match.group(name).strip()
+    if _BOX.search(value):  # "the answer is $\boxed{5}$": the box is the commitment
+        return None
     if name in ("bold", "stars"):
         value = _WRAPPING.match(value).group("inner")
     if name == "plain":  # "is 24, not 23": the comma closes the clause
