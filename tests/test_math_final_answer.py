@@ -191,6 +191,8 @@ READINGS = [
     (r"\boxed{\textcolor{blue}{7}}", "7"),
     (r"\boxed{{\color{red} 450}}", "450"),
     ("Adding everything, Tom has 24 apples left!", "24"),
+    (r"The answer is $\color{red}{450}$.", "450"),
+    (r"\textcolor{red}{\boxed{450}}", "450"),
 ]
 
 

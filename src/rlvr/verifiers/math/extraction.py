@@ -74,17 +74,19 @@ def unwrap_boxes(content: str, braces: bool = False) -> str:
     nested boxes (one brace-matching pass)."""
     pairs = _brace_pairs(content)
     start, end = 0, len(content)  # the current content is content[start:end]
+    coloured = False  # the group right after a colour command is its argument
     while True:
         while start < end and content[start].isspace():
             start += 1
         while end > start and content[end - 1].isspace():
             end -= 1
-        if braces and start < end and content[start] == "{" and pairs.get(start) == end - 1:
-            start, end = start + 1, end - 1
+        if (braces or coloured) and start < end and content[start] == "{" \
+                and pairs.get(start) == end - 1:
+            start, end, coloured = start + 1, end - 1, False
             continue
         color = _COLOR.match(content, start, end)
         if color:  # `\color{red}` colours what follows; `\textcolor{red}{x}` its group
-            start = color.end()
+            start, coloured = color.end(), True
             continue
         match = _BOX_COMMAND.match(content, start, end)
         if not match or pairs.get(match.end() - 1) != end - 1:
