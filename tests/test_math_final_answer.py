@@ -296,6 +296,26 @@ def test_earlier_candidates_never_turn_a_zero_into_a_one():
         assert set(after) <= set(before), (prefix + "\n" + base, before, after)
 
 
+PIECES = [r"\boxed{{{v}}}", "The answer is {v}.", "the answer is {v}", "#### {v}", "Answer: {v}",
+          "Actually, {v}.", "**{v}**", "$${v}$$", "${v}$", "= {v}", "is {v}.", "{v}", " or ",
+          " or possibly ", "Maybe ", ", maybe ", "Wait, that is wrong.", "</think>", "<think>",
+          "Check: {v} = {v}.", "since {v}", " and ", ", ", "\n", ". ", "{v} apples",
+          r"\boxed{{{v} \text{{ or }} {w}}}", "Tom has {v} apples left.", r"\boxed{{ANSWER}}",
+          "{v}, not {w}.", "The result is ${v} a day, or ${w} a week.", r"\fbox{{{v}}}",
+          "x = {v}. Verify: {w} = {w}."]
+
+
+def test_no_response_is_paid_for_two_golds():
+    """Random mixtures of every kind of candidate, marker, hedge word and explanation:
+    each is paid for at most one gold of the pool, so however many candidates a
+    response holds, its expected reward over the pool is at most one in six."""
+    rng = random.Random(32)
+    for _ in range(300):
+        text = "".join(rng.choice(PIECES).format(v=rng.choice(POOL), w=rng.choice(POOL))
+                       for _ in range(rng.randint(1, 7)))
+        assert len(_paid_golds(text)) <= 1, text
+
+
 def test_spraying_boxes_earns_nothing():
     """Four or more different boxes are spam; fewer are corrections, and then only the
     last is judged, so a spray of guesses is worth what its last guess is worth."""
