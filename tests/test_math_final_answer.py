@@ -105,7 +105,9 @@ def test_hedges_stay_zero(completion):
     ("So $x = 5$. Verify: 2(5)+3=13.", "5", None),
     ("So $x = 5$. Verify: $2(5)+3=13$.", "5", None),
     (r"The answer is $7$ because $3 + 4 = 7$ and nothing else fits.", "7", None),
-    # a closing value after a box that does not correct it is explanation
+    # a closing value after a box or "the answer is" that does not correct it is explanation
+    ("The answer is 24. Tom will be happy with 3 more apples.", "24", None),
+    ("The result is 12, which we multiply by 3 to get $36$.", "36", None),  # a step
     (r"\boxed{5}. So the perimeter is 4 * 5 = 20.", "5", "A square has side 5."),
     (r"\boxed{5}. So the perimeter is 20.", "5", None),
     (r"\boxed{2}. Indeed, 17 - 15 = 2 and 2 + 15 = 17.", "2", None),

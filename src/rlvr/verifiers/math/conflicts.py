@@ -11,14 +11,15 @@ Only the last one is ever judged, so extra candidates can never raise the reward
 After the last marked commitment, the closing sentence is read as well:
 - a value that is one of the question's or the working's quantities (a number in the
   prompt or before the final answer) is explanation: `\\boxed{24}. He had 30 apples.`;
-- after a box or marker line, a closing `= VALUE` or "is VALUE" is a new commitment
+- after a box, a marker line or "the answer is X", a closing `= VALUE` or "is VALUE"
+  is a new commitment
   when the text after the box corrects it ("Wait", "actually", "mistake", ...:
   `\\boxed{3}. Wait: 17 - 15 = 2.` answers 2) or offers an alternative to it
   (`\\boxed{24}. It is 23 or it is 24.` hedges); otherwise it is explanation
   (`\\boxed{5}. So the perimeter is 4 * 5 = 20.` answers 5), as is any other closing
   sentence;
-- after a statement ("The result is 12, which times 3 gives $36$."), a closing value
-  (one number or span, not an equation) is the new commitment;
+- after "the result is X" ("The result is 12, which times 3 gives $36$."), a closing
+  value (one number or span, not an equation) is the new commitment;
 - a bold number after the final answer that states another value (`\\boxed{450}, that
   is **500**.`) is `conflicting`: it is emphasised like an answer but marked as none,
   so the response has not said which of the two it means.
@@ -37,7 +38,7 @@ _NUMBER = re.compile(r"(?<![\w.])[-+\u2212]?\d[\d,]*(?:\.\d+)?(?![\d])")
 _BOLD_NUMBER = re.compile(r"(?:\*\*|\\textbf\s*\{)\s*(?:\\?\$)?\s*(?P<value>[-+\u2212]?\d[\d,]*"
                           r"(?:\.\d+)?(?:\s*/\s*\d+)?)\s*\$?\s*(?:\*\*|\})")
 _PLAIN_VALUE = re.compile(r"^[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?$")
-STRONG = ("boxed", "marker")
+STRONG = ("boxed", "marker", "statement")  # not "result": it may name a step
 # Words that take back what was just said: the closing value after them corrects the box.
 _CORRECTION = re.compile(
     r"\b(?:wait|actually|mistake|mistaken|wrong|error|oops|correction|corrected|"

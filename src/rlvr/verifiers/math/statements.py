@@ -1,7 +1,9 @@
 """Answers committed to in words: "the answer is X", "the final result is **X**",
 "Actually, X", "Correction: it's X" (method "statement"), and the value X each reads.
 "La respuesta es X", "La réponse est X", "Die Antwort ist X" and "答案是 X" are the
-same statements.
+same statements. "The result (solution) is X" is one too (method "result"), but one
+that may name a step of the working, so a closing value after it supersedes it
+(conflicts.py).
 
 A statement is a commitment only when a value follows it: a math span, bold text, an
 amount (`$18`), or a plain number that ends its clause ("is 500.", "is 24, not 23",
@@ -30,6 +32,7 @@ _STATEMENT = re.compile(
     r"|\b(?:die\s+)?(?:endg[üu]ltige\s+)?antwort\s+(?:ist|lautet)\s*:?\s*"
     r"|答案\s*(?:是|为|為|:|：)\s*",
     re.IGNORECASE)
+_STEP = re.compile(r"result|solution", re.IGNORECASE)
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _NOT = re.compile(r"(?:not\b|n't\b|never\b|\\neq?)", re.IGNORECASE)
 _NUMBER = r"[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?"
@@ -85,5 +88,7 @@ def statement_candidates(text: str) -> list[Candidate]:
             continue
         value = _value(text, match.end())
         if value is not None:
-            found.append(Candidate(value[0], match.end(), value[1], "statement"))
+            # "the result is 12" may name a step of the working; "the answer is" never does
+            method = "result" if _STEP.search(match.group()) else "statement"
+            found.append(Candidate(value[0], match.end(), value[1], method))
     return found
