@@ -12,10 +12,9 @@ After the last marked commitment, the closing sentence is read as well:
 - a value that is one of the question's or the working's quantities (a number in the
   prompt or before the final answer) is explanation: `\\boxed{24}. He had 30 apples.`;
 - after a box, a marker line or "the answer is X", a closing `= VALUE` or "is VALUE"
-  is a new commitment
-  when the text after the box corrects it ("Wait", "actually", "mistake", ...:
-  `\\boxed{3}. Wait: 17 - 15 = 2.` answers 2) or offers an alternative to it
-  (`\\boxed{24}. It is 23 or it is 24.` hedges); otherwise it is explanation
+  is a new commitment when the text after the answer corrects it ("Wait", "actually",
+  "mistake", ...: `\\boxed{3}. Wait: 17 - 15 = 2.` answers 2) or offers an alternative
+  to it (`\\boxed{24}. It is 23 or it is 24.` hedges); otherwise it is explanation
   (`\\boxed{5}. So the perimeter is 4 * 5 = 20.` answers 5), as is any other closing
   sentence;
 - after "the result is X" ("The result is 12, which times 3 gives $36$."), a closing

@@ -1,5 +1,6 @@
-"""The answer stated in a completion's closing sentence, when there is no box and no
-answer marker: its math in delimiters ("Therefore $x \\geq 5$ is the solution.", "The
+"""The answer stated in a completion's closing sentence (the answer when there is no
+box or marker; after one, conflicts.py decides whether it is a new commitment): its
+math in delimiters ("Therefore $x \\geq 5$ is the solution.", "The
 identity matrix is $\\begin{pmatrix}1&0\\\\0&1\\end{pmatrix}$.", "so the total is $34$."),
 a plain value it ends on ("Therefore, the probability that Alice wins is 2/3.", "17 + 5
 = 22."), or the one number of a plain closing sentence ("Tom has 24 apples left.").
