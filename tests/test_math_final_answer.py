@@ -318,6 +318,24 @@ def test_no_response_is_paid_for_two_golds():
         assert len(_paid_golds(text)) <= 1, text
 
 
+def test_earlier_text_of_wrong_values_never_turns_a_zero_into_a_one():
+    """Any mixture of candidates, markers, hedges and checks put before a response
+    (on its own line): a gold the prefix never mentions is paid only if the response
+    alone was paid for it, with and without a prompt."""
+    rng = random.Random(33)
+
+    def mixture(parts: int) -> str:
+        return "".join(rng.choice(PIECES).format(v=rng.choice(POOL), w=rng.choice(POOL))
+                       for _ in range(parts))
+    for _ in range(120):
+        base, prefix = mixture(rng.randint(1, 4)), mixture(rng.randint(1, 4))
+        for prompt in (None, "Tom had 13 apples and 11 pears."):
+            alone = {g for g in POOL if V.verify(base, g, prompt=prompt).passed}
+            after = {g for g in POOL if V.verify(prefix + "\n" + base, g, prompt=prompt).passed}
+            unmentioned = {g for g in after if g not in prefix}
+            assert unmentioned <= alone, (prefix, base, prompt, alone, after)
+
+
 def test_spraying_boxes_earns_nothing():
     """Four or more different boxes are spam; fewer are corrections, and then only the
     last is judged, so a spray of guesses is worth what its last guess is worth."""

@@ -9,8 +9,6 @@ commitment supersedes an earlier one: `\\boxed{3}. Wait, 17-15=2, so the answer 
 Only the last one is ever judged, so extra candidates can never raise the reward.
 
 After the last marked commitment, the closing sentence is read as well:
-- a value that is one of the question's or the working's quantities (a number in the
-  prompt or before the final answer) is explanation: `\\boxed{24}. He had 30 apples.`;
 - after a box, a marker line or "the answer is X", a closing `= VALUE` or "is VALUE"
   is a new commitment when the text after the answer corrects it ("Wait", "actually",
   "mistake", ...: `\\boxed{3}. Wait: 17 - 15 = 2.` answers 2) or offers an alternative
@@ -18,10 +16,13 @@ After the last marked commitment, the closing sentence is read as well:
   (`\\boxed{5}. So the perimeter is 4 * 5 = 20.` answers 5), as is any other closing
   sentence;
 - after "the result is X" ("The result is 12, which times 3 gives $36$."), a closing
-  value (one number or span, not an equation) is the new commitment;
+  value (one number or span, not an equation) is the new commitment, unless it is one
+  of the question's quantities (a number in the prompt: "The result is 12. Tom had 30
+  apples." answers 12);
 - a bold number after the final answer that states another value (`\\boxed{450}, that
   is **500**.`) is `conflicting`: it is emphasised like an answer but marked as none,
-  so the response has not said which of the two it means.
+  so the response has not said which of the two it means; a quantity of the question
+  (`\\boxed{450}. We had **6** boxes.` for "What is 6 * 75?") is explanation.
 A closing justification ("Check: 9 * 2 = 18", "since ...") is never read at all.
 """
 
@@ -50,12 +51,11 @@ def _number_key(text: str) -> str:
     return text.replace(",", "").replace("\u2212", "-").lstrip("+")
 
 
-def known_quantities(text: str, before: int, prompt: str | None) -> set[str]:
-    """The numbers of the question and of the working before position `before`."""
-    found = {_number_key(m.group()) for m in _NUMBER.finditer(text, 0, before)}
-    if prompt:
-        found |= {_number_key(m.group()) for m in _NUMBER.finditer(prompt)}
-    return found
+def known_quantities(prompt: str | None) -> set[str]:
+    """The numbers of the question. (Not the working's: what the text says before its
+    final answer must not change how the text after it is read, or an earlier candidate
+    could turn a 0 into a 1; after a box, restating the working is explanation anyway.)"""
+    return {_number_key(m.group()) for m in _NUMBER.finditer(prompt or "")}
 
 
 def _is_known(candidate: Candidate, known: set[str]) -> bool:
@@ -70,16 +70,15 @@ def settle(text: str, commitments: list[Candidate], closing: list[Candidate],
     last = commitments[-1]
     if not closing or closing[0].start < last.end:
         return commitments
-    known = known_quantities(text, last.start, prompt)
-    if any(_is_known(c, known) for c in closing):
-        return commitments  # explanation: the question's or the working's quantities
-    if last.method in STRONG:
-        supersedes = [c for c in closing if c.method in ("final_equals", "final_value") and (
-            _CORRECTION.search(text, last.end, c.start)
-            or offered_alternative(text, c.start, c.end, c.text, None))]
-    else:
-        supersedes = closing if len(closing) == 1 and "=" not in closing[0].text else []
-    return commitments + supersedes
+    if last.method in STRONG:  # only a correction or an alternative re-opens it
+        return commitments + [
+            c for c in closing if c.method in ("final_equals", "final_value") and (
+                _CORRECTION.search(text, last.end, c.start)
+                or offered_alternative(text, c.start, c.end, c.text, None))]
+    step = closing[0]
+    if len(closing) != 1 or "=" in step.text or _is_known(step, known_quantities(prompt)):
+        return commitments  # an equation, several spans, or the question's quantity
+    return commitments + [step]
 
 
 def conflicting_statement(text: str, final: Candidate, prompt: str | None,
@@ -91,7 +90,7 @@ def conflicting_statement(text: str, final: Candidate, prompt: str | None,
         if "".join(stated.split()) == "".join(final.text.split()):
             continue
         if known is None:
-            known = known_quantities(text, final.start, prompt)
+            known = known_quantities(prompt)
         if _number_key(stated) in known or same_answer(stated, final.text):
             continue
         return stated[:200]

@@ -79,11 +79,12 @@ def _read(text: str, spans: list[Span], end: int) -> list[Candidate]:
 
 def _before_checks(text: str, spans: list[Span]) -> int:
     """Where the text ends before its closing "Verify: ..."/"Check: ..." sentences (a
-    line is a sentence here), as long as something is left to read."""
+    line is a sentence here). A text that is nothing but a check states no answer: what
+    comes before a check must not decide whether the check is read."""
     end = len(text)
     for _ in range(3):  # "x = 5. Verify: ... Check: ...": a few checks in a row
         start = _sentence_start(text[:end], [s for s in spans if s.end <= end], last=True)
-        if start == 0 or not _CHECK_SENTENCE.match(text, start, end):
+        if not _CHECK_SENTENCE.match(text, start, end):
             break
         end = start
     return end
