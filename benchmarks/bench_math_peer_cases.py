@@ -2,11 +2,12 @@
 
 math-verify's public test files hold (gold, prediction, expected) triples in
 `@pytest.mark.parametrize("gold,pred,expected", [...])` blocks (some with settings of
-their own after the three, which rlvr has no use for: its defaults grade every case). This script reads them
-from a checkout the operator names (nothing is fetched, and nothing of it is copied
-into this repository), takes each triple's literals with `ast.literal_eval` (the files
-are parsed, never run), grades `pred` against `gold` with rlvr's defaults, and prints
-the agreement with `expected` and the false positives (pred paid where expected is 0).
+their own after the three, which rlvr has no use for: its defaults grade every case).
+This script reads them from a checkout the operator names (nothing is fetched, and
+nothing of it is copied into this repository), takes each triple's literals with
+`ast.literal_eval` (the files are parsed, never run), grades `pred` against `gold` with
+rlvr's defaults, and prints the agreement with `expected` and the false positives (pred
+paid where expected is 0).
 
 Run: git clone https://github.com/huggingface/Math-Verify /tmp/Math-Verify
      PYTHONPATH=src python benchmarks/bench_math_peer_cases.py /tmp/Math-Verify/tests

@@ -10,8 +10,9 @@
   units is no alternative (`$18 a day, or $126 a week`: each value has its own unit
   words, and the first one stated is the answer).
 
-A correction is not a hedge (the final answer is the last one committed to, conflicts.py): "I got \\boxed{3}. Wait, that is wrong: \\boxed{2}" ends on
-one answer, because the text between the two boxes is more than connecting words.
+A correction is not a hedge (the final answer is the last one committed to,
+final_answer.py): "I got \\boxed{3}. Wait, that is wrong: \\boxed{2}" ends on one answer,
+because the text between the two boxes is more than connecting words.
 Several values where the gold is one value (`\\{2, 3\\}` for gold 2) are judged in
 verifier.py, which knows the gold's shape.
 """
@@ -111,7 +112,8 @@ _GLUE_TO_FINAL = re.compile(r"[\s,:(.]*(?:[A-Za-z']+[\s,:(]+){0,4}[\s$(\\]*$")
 # day, " (not "has a remainder of 1 when divided by 2, 3, 4, or 6": another clause)
 _GLUE_FROM_FINAL = re.compile(r"[\s,;:)(*$}.!?]*(?:[A-Za-z']+[\s,;:)(*$}.]*){0,3}")
 # A sentence that opens with a hedge word belongs to the answer's: "\\boxed{24}. Maybe 23."
-_HEDGE_OPENING = re.compile(r"[\s.!?*(]*(?:maybe|perhaps|possibly|or|alternatively)\b", re.IGNORECASE)
+_HEDGE_OPENING = re.compile(r"[\s.!?*(]*(?:maybe|perhaps|possibly|or|alternatively)\b",
+                            re.IGNORECASE)
 _STOP_WORDS = {"or", "maybe", "perhaps", "possibly", "alternatively", "otherwise", "it",
                "is", "and", "so", "the", "answer", "that"}
 SENTENCE_WINDOW = 300  # characters searched either side of the final answer
