@@ -352,9 +352,10 @@ def test_extraction_is_linear_and_inside_the_budget():
     for text in ("\\[" * 120_000, "\\(" * 120_000, "$" * 240_000, "$$a$ " * 48_000,
                  "the answer is " * 17_000, "x = 5. Check: " * 17_000, "$a since b$ " * 20_000,
                  r"\boxed{1} (or possibly " * 10_000, "Maybe 1 or " * 20_000):
-        started = time.perf_counter()
-        verdict = V.verify(text, "2")
-        assert time.perf_counter() - started < 2.5 and verdict.reason != "too_slow", text[:20]
+        started = time.process_time()  # CPU time: other jobs on a shared machine do not count
+        MathVerifier(time_budget_s=None).verify(text, "2")
+        assert time.process_time() - started < 3.0, text[:20]  # quadratic: minutes
+        assert V.verify(text, "2").reason != "too_slow", text[:20]  # and inside the budget
     budget = MathVerifier(time_budget_s=0.001).verify("x " * 1_000_000 + r"\boxed{1}", "1")
     assert (budget.reason, budget.details["limit_s"]) == ("too_slow", 0.001)
 
