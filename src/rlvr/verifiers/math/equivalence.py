@@ -229,7 +229,7 @@ class Comparer:
         return answer.text == gold.text  # choice
 
     def _expr(self, answer_text: str, gold_text: str) -> bool:
-        if "".join(answer_text.split()) == "".join(gold_text.split()):
+        if self.percent_scale == (1,) and "".join(answer_text.split()) == "".join(gold_text.split()):
             return True
         answer_number, gold_number = plain_number(answer_text), plain_number(gold_text)
         if answer_number is not None and gold_number is not None:

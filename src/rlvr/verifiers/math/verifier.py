@@ -34,9 +34,10 @@ import sympy
 
 from rlvr.verifiers.base import InvalidReference, Verdict
 from rlvr.verifiers.math.answer_form import (ANSWER_FORMS, gold_value_kind, in_value_form,
-                                             names_a_number)
+                                             names_a_number, symbols_in_final_form)
+from rlvr.verifiers.math.chains import numeric_chain
 from rlvr.verifiers.math.conflicts import conflicting_statement
-from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer, flat_items
+from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer, flat_items, plain_number
 from rlvr.verifiers.math.expressions import parse_expression
 from rlvr.verifiers.math.extraction import (Candidate, answer_candidates, bare_answer,
                                             last_number, statement_end)
@@ -100,9 +101,15 @@ def _gold_value_kind(gold: Shape) -> str | None:
 
 
 def _percent_scales(answer: Normalized, gold: Normalized) -> tuple[sympy.Rational, ...]:
-    """`25\\%` equals 25 and 0.25; a gold `25\\%` accepts 25 and 0.25. Never 200 for 2."""
+    """Percent, read one way: `p\\%` is p percent. A gold written with `\\%` is met by
+    p, `p\\%` and p/100 (`25`, `25\\%`, `0.25` for `25\\%`). A plain gold g is a
+    percentage's number when |g| >= 1 (`25\\%` for 25, as GSM8K stores "what percent"
+    answers) and a proportion when |g| < 1 (`25\\%` for 0.25): one reading per gold, so
+    `0.5\\%` for 0.5 and `2.5\\%` for 0.25 are wrong, and a percent sign never gives an
+    answer two chances."""
     if answer.percent and not gold.percent:
-        return (_ONE, sympy.Rational(1, 100))
+        number = plain_number(gold.text)
+        return (_ONE,) if number is not None and abs(number) >= 1 else (sympy.Rational(1, 100),)
     if gold.percent and not answer.percent:
         return (_ONE, sympy.Integer(100))
     return (_ONE,)
@@ -188,14 +195,17 @@ class MathVerifier:
 
     def _stated_form(self, group: list[Candidate], multi_valued: bool,
                      gold: Shape) -> tuple[str, str | None]:
-        """The answer text to judge, and why its form fails ("unsimplified") or None.
-        Several boxes of one value (`\\boxed{2} or equivalently \\boxed{\\frac42}`)
-        state it in value form when any of them does."""
-        kind = None if self.answer_form != "value" or multi_valued else _gold_value_kind(gold)
-        if kind is None:
+        """The answer text to judge, and why its form fails ("unsimplified") or None
+        (answer_form.py). Several boxes of one value (`\\boxed{2} or equivalently
+        \\boxed{\\frac42}`) state it in final form when any of them does."""
+        if self.answer_form != "value":
             return group[-1].text, None
+        kind = None if multi_valued else _gold_value_kind(gold)
         for candidate in reversed(group):
-            if in_value_form(_read(candidate.text)[1], kind):
+            answer = _read(candidate.text, or_means=_or_means(gold))[1]
+            final = symbols_in_final_form(answer, gold) if kind is None \
+                else in_value_form(answer, kind, gold)
+            if final:
                 return candidate.text, None
         return group[-1].text, "unsimplified"
 
@@ -240,12 +250,20 @@ class MathVerifier:
         details["normalized"] = answer_norm.text[:500]
         if answer.kind == "empty":
             return Verdict.wrong("no_answer", **details)
+        if answer_norm.stray_words:  # `450 \text{ at most}`: words that are no unit
+            return Verdict.wrong("unparseable", stray_words=True, **details)
         if answer.kind in COLLECTION_KINDS and not multi_valued and len(answer.parts) > 1 \
                 and len(answer.parts) != named_values:  # `45, 2` answers `k = 45, n = 2`
             return Verdict.wrong("hedged", hedge="several_values", **details)
         comparer = Comparer(_percent_scales(answer_norm, gold_norm))
         try:
             with time_budget(self.time_budget_s):
+                chain = numeric_chain(answer_norm.text) if gold.kind != "relation" else None
+                if chain:  # `7 \times 5 = 35`: every side equal, judged by the last
+                    if not all(comparer.equal(Shape("expr", a), Shape("expr", b))
+                               for a, b in zip(chain, chain[1:])):
+                        return Verdict.wrong("wrong_answer", chain=True, **details)
+                    answer = Shape("expr", chain[-1])
                 if form_problem:  # named for what it is: a number or an equal expression
                     unsimplified = names_a_number(answer) or comparer.equal(answer, gold)
                     return Verdict.wrong(form_problem if unsimplified else _failure_reason(answer),
