@@ -25,8 +25,7 @@ whole-valued one (`\\frac{900}{2}`); so does a product of surds (`\\sqrt2\\sqrt3
 `\\sqrt6`). The grammar itself divides integer literals while parsing, so those
 divisions are read from the text (`_folded_division`).
 
-"Unless the gold has that same form": an answer whose canonical tree is the gold's own
-is in final form whatever it looks like, and a gold that itself leaves a numeric
+"Unless the gold has that same form": a gold that itself leaves a numeric
 sub-expression to evaluate (`\\frac{1}{2^{99}}`, `2^{10}`, `\\sqrt{4 \\cdot 2}`) did not ask for
 final form: any equal answer is paid (`2^{-99}`, `1024`).
 
@@ -34,7 +33,7 @@ Rational golds (`450`, `-5`, `0.5`, `\\frac{3}{4}`, `25\\%`): the answer must be
 as a rational literal —
     integer or decimal       `450`, `-5`, `450.0`, `.5` (thousands separators, units,
                              `$` and `\\%` were already removed by normalize.py)
-    fraction in lowest terms `\\frac{3}{4}`, `\\frac34`, `3/4`, `-\\frac{3}{4}`
+    fraction in lowest terms `\\frac{3}{4}`, `\\frac34`, `3/4`, `-\\frac{3}{4}`, the ratio `3:4`
     mixed number             `1\\frac{1}{2}`, `1 1/2` (proper fraction part)
     repeating decimal        `0.\\overline{3}` (normalize.py writes it as its fraction)
     scientific notation      `4.5 \\times 10^{2}` (what `4.5e2` normalises to), `6.02 \\cdot 10^{23}`
@@ -61,17 +60,17 @@ import sympy
 from rlvr.verifiers.math.expressions import parse_expression, parse_tree
 from rlvr.verifiers.math.labels import is_label
 from rlvr.verifiers.math.structure import Shape
-from rlvr.verifiers.math.tree_form import canonical, still_evaluates
+from rlvr.verifiers.math.tree_form import still_evaluates
 
 ANSWER_FORMS = ("value", "equivalent")
 
 _SIGN = r"[+-]?\s*"
 _DECIMAL = r"(?:\d+(?:\.\d*)?|\.\d+)"
 _INTEGER_OR_DECIMAL = re.compile(rf"^{_SIGN}{_DECIMAL}$")
-# \frac{3}{4}, \frac34, \frac{-3}{4}, 3/4 — numerator and denominator are whole numbers
+# \frac{3}{4}, \frac34, \frac{-3}{4}, 3/4, 3:4 — numerator and denominator are whole numbers
 _FRACTION = re.compile(r"^(?P<sign>[+-]?)\s*(?:\\frac\s*(?:\{\s*(?P<num>[+-]?\d+)\s*\}|(?P<num1>\d))"
                        r"\s*(?:\{\s*(?P<den>\d+)\s*\}|(?P<den1>\d))"
-                       r"|(?P<num2>\d+)\s*/\s*(?P<den2>\d+))$")
+                       r"|(?P<num2>\d+)\s*/\s*(?P<den2>\d+)|(?P<num3>\d+)\s*:\s*(?P<den3>\d+))$")
 _MIXED = re.compile(r"^(?P<sign>[+-]?)\s*(?P<whole>\d+)\s*(?:\\frac\s*\{\s*(?P<num>\d+)\s*\}\s*"
                     r"\{\s*(?P<den>\d+)\s*\}|\\frac\s*(?P<num1>\d)(?P<den1>\d)"
                     r"|\s(?P<num2>\d+)\s*/\s*(?P<den2>\d+))$")
@@ -79,8 +78,9 @@ _SCIENTIFIC = re.compile(rf"^{_SIGN}\d(?:\.\d+)?\s*\\(?:times|cdot)\s*10\s*\^\s*
 
 
 def _fraction_parts(match: re.Match[str]) -> tuple[int, int]:
-    numerator = match.group("num") or match.group("num1") or match.group("num2")
-    denominator = match.group("den") or match.group("den1") or match.group("den2")
+    groups = match.groupdict()
+    numerator = groups["num"] or groups["num1"] or groups["num2"] or groups.get("num3")
+    denominator = groups["den"] or groups["den1"] or groups["den2"] or groups.get("den3")
     return int(numerator), int(denominator)
 
 
@@ -165,20 +165,6 @@ def _value_side(answer: Shape) -> Shape:
     return answer
 
 
-def _same_form(answer: Shape, gold: Shape | None) -> bool:
-    """The answer is written as the gold is, up to order, grouping and spelling."""
-    if gold is None:
-        return False
-    answer, gold = _value_side(answer), _value_side(gold)
-    if answer.kind != "expr" or gold.kind != "expr":
-        return False
-    if _folded_division(answer.text) and not _folded_division(gold.text):
-        return False  # `\\frac{6}{8}` reaches sympy as 3/4: the text tells them apart
-    answer_tree, gold_tree = parse_tree(answer.text), parse_tree(gold.text)
-    return answer_tree is not None and gold_tree is not None \
-        and canonical(answer_tree) == canonical(gold_tree)
-
-
 def expression_final(text: str) -> bool:
     """One expression has no numeric sub-expression left to evaluate (module docstring).
     Text the grammar cannot read is not judged here (the comparison decides)."""
@@ -194,7 +180,7 @@ def in_value_form(answer: Shape, gold_kind: str, gold: Shape | None = None) -> b
     """The answer (shape of the normalised answer) is a value in final form for a gold
     of `gold_kind` (see the module docstring). `x = 450` is judged by its right side."""
     answer = _value_side(answer)
-    if answer.kind != "expr" or is_rational_literal(answer.text) or _same_form(answer, gold):
+    if answer.kind != "expr" or is_rational_literal(answer.text):
         return True
     gold_value = _value_side(gold) if gold is not None else None
     if gold_value is not None and gold_value.kind == "expr" and not is_rational_literal(
@@ -216,12 +202,10 @@ def _expr_leaves(shape: Shape) -> list[str]:
 
 def symbols_in_final_form(answer: Shape, gold: Shape) -> bool:
     """For a symbolic gold: no number in the answer is left to evaluate, unless the gold
-    itself leaves one (then its writer did not ask for final form), or the answer is
-    written as the gold is."""
+    itself leaves one (then its writer did not ask for final form)."""
     if all(expression_final(text) for text in _expr_leaves(answer)):
         return True
-    return not all(expression_final(text) for text in _expr_leaves(gold)) \
-        or _same_form(answer, gold)
+    return not all(expression_final(text) for text in _expr_leaves(gold))
 
 
 def names_a_number(answer: Shape) -> bool:

@@ -77,6 +77,11 @@ class Normalized:
     stray_words: bool = False  # words after the number that are no unit (units.py)
 
 
+def unicode_to_latex(text: str) -> str:
+    """`√50` -> `\\sqrt{50}`, `×` -> `\\times`, `−` -> `-`, `π` -> `\\pi`, ... (`_UNICODE`)."""
+    return _apply_unicode(text)
+
+
 def _apply_unicode(text: str) -> str:
     # `√50` is the root of 50 (while `\\sqrt 50` would be `\\sqrt{5}0` in LaTeX)
     text = re.sub("\u221a\\s*(\\d+(?:\\.\\d+)?)", r"\\sqrt{\1}", text)

@@ -5,7 +5,9 @@ nested tuples that forget only what carries no work:
 
 - order and grouping: `+` and `*` are flattened and their operands sorted
   (commutativity, associativity, brackets);
-- neutral elements: `*1`, `+0`, `^1`;
+- neutral elements `*1`, `+0`, `^1` for the echo rule; for the final form they are
+  kept as a marker (`450\\pi \\cdot 1` still has a step to take), except the 1 over a
+  fraction bar (`\\frac{1}{1+\\sqrt2}` parses as a product with 1);
 - spelling: a fraction `\\frac{3}{4}` and the rational 3/4 are one node (numerator
   literals over denominator literals, with a sign), `\\sqrt{x}` is `x^{1/2}`, `e^{x}` is
   `\\exp x`, `\\ln x` is `\\log x`;
@@ -22,6 +24,7 @@ power, so `(x+1)(x+1)` is `(x+1)^2`.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import sympy
@@ -31,6 +34,7 @@ from rlvr.verifiers.math.safety import TooLarge, safe_evaluate
 Node = tuple[Any, ...]
 _ONE: Node = ("int", 1)
 _ZERO: Node = ("int", 0)
+_NEUTRAL: Node = ("neutral",)  # a written `*1`, `+0` or `^1`, kept for the final form
 
 
 def _product(sign: int, nums: list[int], dens: list[int], others: list[Node]) -> Node:
@@ -64,6 +68,9 @@ def _rational(value: sympy.Rational) -> Node:
 
 def _mul(args: list[Node], echo: bool) -> Node:
     sign, nums, dens, others = 1, [], [], []
+    if not echo and _ONE in args and not any(_is_reciprocal(a) for a in args):
+        # `450 \cdot 1` is work left; `\frac{1}{1+\sqrt2}` parses as 1 * (1+sqrt2)^-1
+        others.append(_NEUTRAL)
     for arg in args:
         s, n, d, o = _as_factors(arg)
         sign, nums, dens, others = sign * s, nums + n, dens + d, others + o
@@ -72,8 +79,13 @@ def _mul(args: list[Node], echo: bool) -> Node:
     if len(others) == 1 and others[0][0] == "add" and (nums or dens or sign == -1):
         # a rational coefficient times one sum: distributed, as sympy evaluates it
         return _add([_mul([_product(sign, nums, dens, []), term], echo)
-                     for term in others[0][1]])
+                     for term in others[0][1]], echo)
     return _product(sign, nums, dens, others)
+
+
+def _is_reciprocal(node: Node) -> bool:
+    return (node[0] == "pow" and node[2][0] == "mul" and node[2][1] == -1) \
+        or (node[0] == "mul" and bool(node[3]))
 
 
 def _merged_powers(factors: list[Node]) -> list[Node]:
@@ -84,26 +96,29 @@ def _merged_powers(factors: list[Node]) -> list[Node]:
     return [("pow", f, ("int", c)) if c > 1 else f for f, c in counts.items()]
 
 
-def _add(args: list[Node]) -> Node:
+def _add(args: list[Node], echo: bool = True) -> Node:
     terms: list[Node] = []
     for arg in args:
         terms.extend(arg[1] if arg[0] == "add" else [arg])
+    if not echo and _ZERO in terms:
+        terms.append(_NEUTRAL)
     terms = [t for t in terms if t != _ZERO]
     if not terms:
         return _ZERO
     return terms[0] if len(terms) == 1 else ("add", tuple(sorted(terms)))
 
 
-def _pow(base: Node, exponent: Node) -> Node:
+def _pow(base: Node, exponent: Node, echo: bool = True) -> Node:
     if exponent == _ONE:
-        return base
+        return base if echo else ("pow", base, _NEUTRAL)
     if exponent == ("mul", -1, (), (), ()) and base[0] == "int" and base[1] != 0:
         return _product(1, [], [base[1]], [])  # `\frac{..}{4}`: a denominator literal
     return ("pow", base, exponent)
 
 
-def canonical(tree: sympy.Basic, echo: bool = False) -> Node:
-    """The canonical tree of `tree` (see the module docstring)."""
+def canonical(tree: sympy.Basic, echo: bool = False, surds: bool = True) -> Node:
+    """The canonical tree of `tree` (see the module docstring); `surds=False` keeps a
+    surd as written (`\\sqrt{50}` is not `5\\sqrt2`), as `echo=True` always does."""
     if isinstance(tree, sympy.Integer):
         return ("int", int(tree)) if tree >= 0 else _product(-1, [abs(int(tree))], [], [])
     if isinstance(tree, sympy.Rational):
@@ -115,16 +130,16 @@ def canonical(tree: sympy.Basic, echo: bool = False) -> Node:
         return _product(-1, [], [], [("atom", "oo")])
     if not tree.args:
         return ("atom", sympy.srepr(tree))
-    args = [canonical(arg, echo) for arg in tree.args]
+    args = [canonical(arg, echo, surds) for arg in tree.args]
     if isinstance(tree, sympy.Mul):
         return _mul(args, echo)
     if isinstance(tree, sympy.Add):
-        return _add(args)
+        return _add(args, echo)
     if isinstance(tree, sympy.Pow):
-        surd = _surd(tree)
-        return canonical(surd, echo) if surd is not None else _pow(args[0], args[1])
+        surd = _surd(tree) if surds and not echo else None
+        return canonical(surd, echo, surds) if surd is not None else _pow(args[0], args[1], echo)
     if isinstance(tree, sympy.exp):
-        return _pow(("atom", "E"), args[0])
+        return _pow(("atom", "E"), args[0], echo)
     if isinstance(tree, sympy.log) and len(args) == 2 and tree.args[1] is sympy.E:
         args = args[:1]  # `\ln x` is log(x, E) as parsed and log(x) once evaluated
     return ("fn", type(tree).__name__, tuple(args))
@@ -175,10 +190,12 @@ def still_evaluates(tree: sympy.Basic) -> bool:
 def has_operation(node: Node) -> bool:
     """The canonical tree is more than one literal or name (`6 * 75`, `x^2`, `\\sqrt2`;
     not `450`, `-5`, `\\frac14`, `0.5`, `x`): only such an answer can echo the prompt."""
-    if node[0] in ("int", "float", "atom"):
+    if node[0] in ("int", "float", "atom", "neutral"):
         return False
     if node[0] == "mul":
         _, nums, dens, others = node[1:]
+        if nums and dens and math.gcd(nums[0], dens[0]) != 1:
+            return True  # `\\frac{6}{8}`: a division left to do
         return len(nums) + len(others) > 1 or len(dens) > 1 or \
             any(has_operation(o) for o in others)
     return True

@@ -243,6 +243,17 @@ class MathVerifier:
         conflict = conflicting_statement(completion, candidates, group, self._same_answer)
         if conflict is not None:
             return Verdict.wrong("conflicting", stated=conflict, **details)
+        try:
+            with time_budget(self.time_budget_s):
+                return self._judge(group, multi_valued, named_values, gold_norm, gold, prompt,
+                                   details)
+        except BudgetExceeded:
+            return Verdict.wrong("too_slow", limit_s=self.time_budget_s, **details)
+
+    def _judge(self, group: list[Candidate], multi_valued: bool, named_values: int,
+               gold_norm: Normalized, gold: Shape, prompt: str | None,
+               details: dict[str, Any]) -> Verdict:
+        """The verdict on the final answer `group`: its form, echo, then its value."""
         answer_text, form_problem = self._stated_form(group, multi_valued, gold)
         if echoes_prompt(answer_text, prompt, gold_norm.text):
             return Verdict.wrong("echoes_prompt", **details)
@@ -256,20 +267,16 @@ class MathVerifier:
                 and len(answer.parts) != named_values:  # `45, 2` answers `k = 45, n = 2`
             return Verdict.wrong("hedged", hedge="several_values", **details)
         comparer = Comparer(_percent_scales(answer_norm, gold_norm))
-        try:
-            with time_budget(self.time_budget_s):
-                chain = numeric_chain(answer_norm.text) if gold.kind != "relation" else None
-                if chain:  # `7 \times 5 = 35`: every side equal, judged by the last
-                    if not all(comparer.equal(Shape("expr", a), Shape("expr", b))
-                               for a, b in zip(chain, chain[1:])):
-                        return Verdict.wrong("wrong_answer", chain=True, **details)
-                    answer = Shape("expr", chain[-1])
-                if form_problem:  # named for what it is: a number or an equal expression
-                    unsimplified = names_a_number(answer) or comparer.equal(answer, gold)
-                    return Verdict.wrong(form_problem if unsimplified else _failure_reason(answer),
-                                         **details)
-                if comparer.equal(answer, gold):
-                    return Verdict.correct(**details)
-                return Verdict.wrong(_failure_reason(answer), **details)
-        except BudgetExceeded:
-            return Verdict.wrong("too_slow", limit_s=self.time_budget_s, **details)
+        chain = numeric_chain(answer_norm.text) if gold.kind != "relation" else None
+        if chain:  # `7 \times 5 = 35`: every side equal, judged by the last
+            if not all(comparer.equal(Shape("expr", a), Shape("expr", b))
+                       for a, b in zip(chain, chain[1:])):
+                return Verdict.wrong("wrong_answer", chain=True, **details)
+            answer = Shape("expr", chain[-1])
+        if form_problem:  # named for what it is: a number or an equal expression
+            unsimplified = names_a_number(answer) or comparer.equal(answer, gold)
+            return Verdict.wrong(form_problem if unsimplified else _failure_reason(answer),
+                                 **details)
+        if comparer.equal(answer, gold):
+            return Verdict.correct(**details)
+        return Verdict.wrong(_failure_reason(answer), **details)
