@@ -111,13 +111,23 @@ _DIVISIONS = (
 )
 _DIVISION_SIGN = re.compile(r"\d\s*\\div(?![a-zA-Z])|\\div\s*\d")
 _DOUBLE_MINUS = re.compile(r"-\s*\(?\s*-")
+# Other operations on numbers the grammar evaluates while parsing: `\binom{9}{2}` and
+# `{9 \choose 2}` arrive as 36, `\gcd(4, 6)` as 2, `\Gamma(5)` as 24, `e^{\ln 36}` as 36.
+_NUMBER_ARGUMENT = r"\s*[({]\s*-?[\d.]+\s*[)}]"
+_EVALUATED_WHILE_PARSING = re.compile(
+    rf"\\[dt]?binom{_NUMBER_ARGUMENT}|\d\s*\\choose(?![a-zA-Z])"
+    rf"|\\(?:gcd|lcm|Gamma)(?![a-zA-Z])\s*\(\s*[\d.,\s]+\)"
+    r"|\\operatorname\s*\{\s*(?:gcd|lcm)\s*\}|e\s*\^\s*\{?\s*\\(?:ln|log)(?![a-zA-Z])"
+    r"|\\exp\s*\(?\s*\\(?:ln|log)(?![a-zA-Z])")
 
 
 def _folded_division(text: str) -> bool:
-    """A division of integer literals that is not a fraction in lowest terms:
-    `\\frac{900}{2}`, `\\frac{6}{8}`, `\\frac{36}{1}`, `6/-8`; a division sign between
-    numbers (`3 \\div 4`); or a double negation (`--3`)."""
-    if _DIVISION_SIGN.search(text) or _DOUBLE_MINUS.search(text):
+    """Arithmetic the grammar does while parsing, read from the text: a division of
+    integer literals that is not a fraction in lowest terms (`\\frac{900}{2}`,
+    `\\frac{6}{8}`, `\\frac{36}{1}`, `6/-8`), a division sign between numbers
+    (`3 \\div 4`), a double negation (`--3`), or `_EVALUATED_WHILE_PARSING`."""
+    if _DIVISION_SIGN.search(text) or _DOUBLE_MINUS.search(text) \
+            or _EVALUATED_WHILE_PARSING.search(text):
         return True
     for pattern in _DIVISIONS:
         for match in pattern.finditer(text):

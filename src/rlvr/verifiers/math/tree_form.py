@@ -169,7 +169,23 @@ def _folds(tree: sympy.Basic) -> bool:
         return True  # a number too large to write out is not written out
     except (TypeError, ValueError, ArithmeticError, AttributeError, RecursionError):
         return False  # sympy cannot evaluate it: nothing to say about its form
-    return canonical(value) != canonical(tree)
+    return canonical(value) != canonical(tree) or _expands(value)
+
+
+MAX_EXPANDED_POWER = 12  # (1+\sqrt2)^{12} expands at once; higher powers of sums are work
+
+
+def _expands(value: sympy.Basic) -> bool:
+    """A power of a numeric sum with a whole exponent is multiplication left undone:
+    `(1+\\sqrt2)^2` is `3+2\\sqrt2`. sympy's folding leaves it, so it is expanded here
+    (a reciprocal, `\\frac{1}{1+\\sqrt2}`, is not: expanding leaves it as it is)."""
+    powers = [p for p in value.atoms(sympy.Pow) if p.base.is_Add and p.exp.is_Integer
+              and p.exp > 1]
+    if not powers:
+        return False
+    if any(p.exp > MAX_EXPANDED_POWER for p in powers):
+        return True
+    return canonical(sympy.expand(value)) != canonical(value)
 
 
 def still_evaluates(tree: sympy.Basic) -> bool:
