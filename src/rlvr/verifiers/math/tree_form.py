@@ -78,9 +78,13 @@ def _mul(args: list[Node], echo: bool) -> Node:
         others = _merged_powers(others)
     if len(others) == 1 and others[0][0] == "add" and (nums or dens or sign == -1):
         # a rational coefficient times one sum: distributed, as sympy evaluates it
-        return _add([_mul([_product(sign, nums, dens, []), term], echo)
-                     for term in others[0][1]], echo)
+        return _add([_distributed(sign, nums, dens, term) for term in others[0][1]], echo)
     return _product(sign, nums, dens, others)
+
+
+def _distributed(sign: int, nums: list[int], dens: list[int], term: Node) -> Node:
+    s, n, d, o = _as_factors(term)
+    return _product(sign * s, nums + n, dens + d, o)
 
 
 def _is_reciprocal(node: Node) -> bool:

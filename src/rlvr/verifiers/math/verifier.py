@@ -48,7 +48,7 @@ from rlvr.verifiers.math.normalize import Normalized, normalize
 from rlvr.verifiers.math.prompt_echo import echoes_prompt
 from rlvr.verifiers.math.reference import gold_text
 from rlvr.verifiers.math.safety import BudgetExceeded, time_budget
-from rlvr.verifiers.math.structure import Shape, parse_shape
+from rlvr.verifiers.math.structure import Shape, has_relation_operator, parse_shape
 
 FALLBACKS = (None, "last_number")
 # A final answer longer than this is not one (MATH-500's longest gold is 53 characters;
@@ -82,6 +82,10 @@ def _or_means(gold: Shape) -> str:
 def _read_gold(reference: Any) -> tuple[Normalized, Shape]:
     # "or" in a gold lists its answers (`x = 2 \text{ or } x = 3`): a multi-valued gold
     normalized, shape = _read(gold_text(reference), or_means="list")
+    if shape.kind == "list" and has_relation_operator(normalized.text) \
+            and all(p.kind in ("ordered", "union") for p in shape.parts):
+        # `x < 2 \text{ or } x > 3`: inequalities joined by "or" are the union of their sets
+        normalized, shape = _read(gold_text(reference), or_means="union")
     if shape.kind == "empty":
         raise InvalidReference(f"math: reference {str(reference)[:100]!r} has no answer in it")
     return normalized, shape
