@@ -11,11 +11,14 @@ own module; this one wires them and names the outcome:
                    for a single-valued gold (details["hedge"] says which)
     conflicting    a box followed by a different stated answer ("First \\boxed{450}.
                    Actually the answer is 500."; conflicts.py)
-    echoes_prompt  the answer only restates an expression from the prompt
-                   (`\\boxed{6 * 75}` for "What is 6 * 75?"; prompt_echo.py)
-    unsimplified   the gold is a plain value and the answer is not written as one
-                   (`6 * 75`, `449+1`, `\\frac{900}{2}`; answer_form.py)
-    unparseable    the answer is not text we can read as math, and not equal as text
+    echoes_prompt  the answer's expression tree is one of the prompt's (modulo order,
+                   grouping, neutral elements, spelling) and not the gold's own
+                   (`\\boxed{75 \\times 6}` for "What is 6 * 75?"; prompt_echo.py)
+    unsimplified   a numeric sub-expression of the answer still evaluates (`6 * 75`,
+                   `6 \\cdot 75\\pi`, `\\sin\\frac{\\pi}{3}`, `35 = 7 \\times 5`), unless the
+                   gold leaves the same work (answer_form.py, tree_form.py)
+    unparseable    the answer is not text we can read as math (words after a number that
+                   are no unit: `450 \\text{ at most}`, units.py), and not equal as text
     too_large      the answer is a number too large to evaluate (`9^{9^{9^9}}`) and is
                    not written exactly as the gold
     too_slow       parsing and comparing ran past the verifier's own time budget
@@ -151,11 +154,12 @@ class MathVerifier:
     time_budget_s: parsing and comparison stop after this long with reason "too_slow"
               (in the main thread; the pool's hard 5 s kill stays the last resort).
               None turns it off.
-    answer_form: "value" (default) — when the gold is a plain value (integer, decimal,
-              fraction, simple surd or pi multiple) the answer must be written as a
-              value: `6 * 75` for 450 is "unsimplified" (answer_form.py has every rule);
-              "equivalent" — any symbolically equal answer counts. Symbolic golds
-              (variables, sets, tuples, intervals, matrices) use equivalence either way.
+    answer_form: "value" (default) — the answer must be in final form: no numeric
+              sub-expression left that constant folding would change (`6 * 75` for
+              450 and `6 \\cdot 75\\pi` for 450pi are "unsimplified"; answer_form.py
+              has every rule); symbolic golds (variables, sets, tuples, intervals,
+              matrices) are compared by equivalence, with the numbers inside them in
+              final form; "equivalent" — any symbolically equal answer counts.
 
     The prompt (optional, `verify(..., prompt=...)`) is the task as the model saw it:
     an answer that only restates one of its expressions is "echoes_prompt" in both
