@@ -73,6 +73,10 @@ def test_the_swapped_question_with_the_prompt_given_is_an_echo():
     (r"36\cdot\pi\cdot\frac{2}{2}", r"36\pi"), (r"36 \pi \div 1", r"36\pi"), (r"--36\pi", r"36\pi"),
     (r"\frac{\pi}{\frac{1}{36}}", r"36\pi"), (r"|{-36}|\pi", r"36\pi"), (r"\lfloor 36.5\rfloor\pi", r"36\pi"),
     (r"\binom{9}{2}\pi", r"36\pi"), (r"e^{\ln 36}\pi", r"36\pi"), (r"36\pi+\sin^2x+\cos^2x-1", r"36\pi"),
+    (r"36\pi\sin^2 1 + 36\pi\cos^2 1", r"36\pi"), (r"36\pi^{1.0}", r"36\pi"), (r"2^{0.5}", r"\sqrt2"),
+    (r"36\pi\cdot\frac{e}{e}", r"36\pi"), (r"36\pi + \pi - \pi", r"36\pi"), (r"\sqrt{1296\pi^2}", r"36\pi"),
+    (r"36\pi\cdot 2^0", r"36\pi"), (r"36\pi\cdot\cos 0", r"36\pi"), (r"-(-36\pi)", r"36\pi"),
+    (r"\frac{36\pi\sqrt2}{\sqrt2}", r"36\pi"), (r"\int_0^{36\pi} 1\,dx", r"36\pi"),
     # Unicode operators
     ("6 × 6π", r"36\pi"), ("π·6·6", r"36\pi"),
     # surds: a rational left under the root, or roots multiplied

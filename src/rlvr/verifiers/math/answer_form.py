@@ -40,8 +40,9 @@ as a rational literal —
 `6 * 75`, `449+1`, `2^6`, `\\sqrt{16}`, `\\sqrt{2}\\cdot\\sqrt{8}`, `450 \\cdot 1` are unsimplified.
 
 Irrational golds (`2\\sqrt{3}`, `\\frac{3\\pi}{4}`, `450\\pi`, `\\frac{\\sqrt3}{2}`): the answer
-must not still evaluate (above) and must have no free symbols (`36\\pi+\\sin^2x+\\cos^2x-1`
-for 36pi is an identity left unsimplified).
+must not still evaluate (above), must have no free symbols (`36\\pi+\\sin^2x+\\cos^2x-1`
+for 36pi is an identity left unsimplified) and no function the gold does not apply
+(`450\\pi\\sin^2 1+450\\pi\\cos^2 1`: sympy's folding does not see that identity).
 
 Any other gold (variables, sets, tuples, intervals, matrices, `\\infty`, text) keeps
 symbolic equivalence, but the principle applies to the numbers inside: `x^2+2x+1` and
@@ -199,9 +200,18 @@ def in_value_form(answer: Shape, gold_kind: str, gold: Shape | None = None) -> b
     if gold_kind == "rational":
         return False
     tree = parse_tree(answer.text)
-    if tree is not None and tree.free_symbols:
-        return False
+    if tree is not None and (tree.free_symbols or _functions(tree) - _functions(
+            parse_tree(gold_value.text) if gold_value is not None else None)):
+        return False  # `36\\pi+\\sin^2x+\\cos^2x-1`, `\\sin^2 1+\\cos^2 1`: identities left
     return expression_final(answer.text)
+
+
+def _functions(tree: sympy.Basic | None) -> set[type]:
+    """The functions a tree applies (`\\sin`, `\\log`, ...): a value in final form for a
+    gold without them has none (the folding cannot see `\\sin^2 1 + \\cos^2 1` is 1)."""
+    if tree is None:
+        return set()
+    return {type(f) for f in tree.atoms(sympy.Function)}
 
 
 def _expr_leaves(shape: Shape) -> list[str]:

@@ -167,6 +167,8 @@ def _surd(tree: sympy.Pow) -> sympy.Basic | None:
 
 def _folds(tree: sympy.Basic) -> bool:
     """Evaluating the numeric `tree` changes its canonical tree (or cannot be done)."""
+    if any(isinstance(power.exp, sympy.Float) for power in tree.atoms(sympy.Pow)):
+        return True  # `\\pi^{1.0}`, `2^{0.5}`: a decimal exponent is a step not taken
     try:
         value = safe_evaluate(tree)
     except TooLarge:
