@@ -28,6 +28,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from rlvr.verifiers.math.answer_form import is_rational_literal
 from rlvr.verifiers.math.expressions import parse_tree
 from rlvr.verifiers.math.normalize import normalize, unicode_to_latex
 from rlvr.verifiers.math.structure import split_top_level
@@ -39,6 +40,7 @@ _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", 
 # a plain word (not a command: `\sqrt` keeps its name) or a lone article ends a run
 _WORD = re.compile(r"(?<![\\A-Za-z])(?:[A-Za-z]{2,}|[aAI](?=\s+[A-Za-z]))(?![A-Za-z])")
 _RUN_END = re.compile(r"[?!:;\n]|\.(?!\d)")
+_ATOM = re.compile(r"^(?:[-+]?[\d.]+|[A-Za-z])$")
 _SEPARATORS = ("=", "\\le", "\\ge", "\\leq", "\\geq", "<", ">", ",", ";")
 
 
@@ -55,7 +57,8 @@ def _pieces(prompt: str) -> list[str]:
         parts = [text]
         for separator in _SEPARATORS:
             parts = [p for part in parts for p in split_top_level(part, separator)]
-        pieces.extend(p for p in parts if p)
+        # a lone number or letter holds no operation: not worth a grammar run
+        pieces.extend(p for p in parts if p and not _ATOM.match(p))
     return pieces[:MAX_PIECES]
 
 
@@ -107,8 +110,8 @@ def _tree(text: str) -> Any:
 
 def echoes_prompt(answer: str, prompt: str | None, gold: str) -> bool:
     """The answer is an expression written in the prompt, and not the gold's own."""
-    if not prompt:
-        return False
+    if not prompt or is_rational_literal(normalize(answer).text):
+        return False  # a number written out holds no operation (and costs no parse)
     tree = _tree(answer)
     if tree is None:
         return False
