@@ -73,7 +73,7 @@ def test_the_swapped_question_with_the_prompt_given_is_an_echo():
     (r"36\cdot\pi\cdot\frac{2}{2}", r"36\pi"), (r"36 \pi \div 1", r"36\pi"), (r"--36\pi", r"36\pi"),
     (r"\frac{\pi}{\frac{1}{36}}", r"36\pi"), (r"|{-36}|\pi", r"36\pi"), (r"\lfloor 36.5\rfloor\pi", r"36\pi"),
     (r"\binom{9}{2}\pi", r"36\pi"), (r"e^{\ln 36}\pi", r"36\pi"), (r"36\pi+\sin^2x+\cos^2x-1", r"36\pi"),
-    (r"36\pi\sin^2 1 + 36\pi\cos^2 1", r"36\pi"), (r"36\pi^{1.0}", r"36\pi"), (r"2^{0.5}", r"\sqrt2"),
+    (r"36\pi\sin^2 1 + 36\pi\cos^2 1", r"36\pi"), (r"36\pi^{1.0}", r"36\pi"),
     (r"36\pi\cdot\frac{e}{e}", r"36\pi"), (r"36\pi + \pi - \pi", r"36\pi"), (r"\sqrt{1296\pi^2}", r"36\pi"),
     (r"36\pi\cdot 2^0", r"36\pi"), (r"36\pi\cdot\cos 0", r"36\pi"), (r"-(-36\pi)", r"36\pi"),
     (r"\frac{36\pi\sqrt2}{\sqrt2}", r"36\pi"), (r"\int_0^{36\pi} 1\,dx", r"36\pi"),
@@ -83,6 +83,7 @@ def test_the_swapped_question_with_the_prompt_given_is_an_echo():
     (r"\frac{\sqrt{12}}{4}", r"\frac{\sqrt3}{2}"), (r"\frac{3}{2\sqrt3}", r"\frac{\sqrt3}{2}"),
     (r"\frac{\sqrt6}{\sqrt8}", r"\frac{\sqrt3}{2}"), (r"\sqrt2\sqrt3", r"\sqrt6"), (r"\sqrt{2}+\sqrt{2}", r"2\sqrt2"),
     (r"(1+\sqrt2)^2", r"3+2\sqrt2"), (r"\sqrt{4 \cdot 2}", r"2\sqrt2"),
+    (r"\frac{2+2\sqrt3}{2}", r"1+\sqrt3"), (r"\frac{10\sqrt{10.5}}{27}", r"\frac{5\sqrt{42}}{27}"),
     # trig, inverse trig, logs and e
     (r"\cos\frac{\pi}{6}", r"\frac{\sqrt3}{2}"), (r"\tan\frac{\pi}{3}", r"\sqrt3"), (r"\arccos(-1)", r"\pi"),
     (r"\arcsin\frac12", r"\frac{\pi}{6}"), (r"\log_2 8", "3"), (r"\ln e^2", "2"), (r"e\cdot e", "e^2"),
@@ -106,6 +107,10 @@ def test_answers_that_still_evaluate_are_unsimplified(answer, gold):
     (r"2(1+\sqrt3)", r"2+2\sqrt3"), (r"\sqrt2+1", r"1+\sqrt2"), (r"\frac{\pi}{2}+1", r"1+\frac{\pi}{2}"),
     # constants and their powers, logs of numbers that do not fold
     (r"\pi^2", r"\pi^2"), ("e^2", "e^2"), (r"\ln 2", r"\ln 2"), (r"-\frac{3}{4}", "-0.75"),
+    # a decimal is read exactly: `2^{0.5}` is the root of 2, `\sqrt{10.5}` that of 21/2
+    (r"2^{0.5}", r"\sqrt2"), (r"\sqrt{10.5}", r"\frac{\sqrt{42}}{2}"),
+    # a fraction over a sum in lowest terms (no factor common to all its integers)
+    (r"\frac{108 - 31\sqrt{5}}{216}", r"\frac12 - \frac{31\sqrt5}{216}"),
     # a gold that itself leaves work did not ask for final form
     ("1024", "2^{10}"), ("2^{10}", "2^{10}"), ("2^{-99}", r"\frac{1}{2^{99}}"),
 ])

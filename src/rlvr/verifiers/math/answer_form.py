@@ -183,8 +183,10 @@ def expression_final(text: str) -> bool:
         return True
     if _folded_division(text):
         return False
-    tree = parse_tree(text)
-    return tree is None or not still_evaluates(tree)
+    # decimals as exact fractions (`0.75` is 3/4, `\\sqrt{10.5}` the root of 21/2): a
+    # decimal literal is a value, and the grammar reduces the fraction it becomes
+    parsed = parse_expression(text)
+    return parsed is None or not still_evaluates(parsed.tree)
 
 
 def in_value_form(answer: Shape, gold_kind: str, gold: Shape | None = None) -> bool:

@@ -36,7 +36,7 @@ _COLOR = re.compile(r"\\(?:textcolor|color)\s*\{[A-Za-z!0-9]*\}")
 # `0.\overline{3}`, `0.1\overline{6}`, `2.\dot{3}`: a repeating decimal is a value
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\(?:overline|dot)\s*\{?\s*(\d+)\s*\}?")
 _NE = re.compile(r"\\ne(?![a-zA-Z])")
-_PERCENT_WORD = re.compile(r"\s*(?:\\text\s*\{\s*percent\s*\}|\bpercent\b)")
+_PERCENT_WORD = re.compile(r"\s*(?:\\text\s*\{\s*percent(?:age)?\s*\}|\bpercent(?:age)?\b)")
 _TEXT_LIKE = re.compile(r"\\(?:mbox|mathrm|textbf|textit|textrm|mathbf|mathit|mathsf|operatorname|textnormal|texttt)\s*(?=\{)")
 _DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\^\s*\{\s*\}")
 _PERCENT = re.compile(r"\\?%")

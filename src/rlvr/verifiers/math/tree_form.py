@@ -25,6 +25,7 @@ power, so `(x+1)(x+1)` is `(x+1)^2`.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import sympy
@@ -78,13 +79,28 @@ def _mul(args: list[Node], echo: bool) -> Node:
         others = _merged_powers(others)
     if len(others) == 1 and others[0][0] == "add" and (nums or dens or sign == -1):
         # a rational coefficient times one sum: distributed, as sympy evaluates it
-        return _add([_distributed(sign, nums, dens, term) for term in others[0][1]], echo)
+        return _add(_distributed(sign, nums, dens, list(others[0][1])), echo)
     return _product(sign, nums, dens, others)
 
 
-def _distributed(sign: int, nums: list[int], dens: list[int], term: Node) -> Node:
-    s, n, d, o = _as_factors(term)
-    return _product(sign * s, nums + n, dens + d, o)
+def _distributed(sign: int, nums: list[int], dens: list[int], terms: list[Node]) -> list[Node]:
+    """`\\frac{108 - 31\\sqrt5}{216}` -> `\\frac12 - \\frac{31\\sqrt5}{216}`: each term over the
+    denominator, in lowest terms, as sympy writes it, when the fraction as written is in
+    lowest terms (no factor common to the denominator and every numerator coefficient).
+    When it is not (`\\frac{2+2\\sqrt3}{2}`), the terms keep the written literals, which
+    the evaluated tree does not have: a common factor left to cancel."""
+    parts = [_as_factors(term) for term in terms]
+    coefficient = Fraction(math.prod(nums), math.prod(dens))
+    if any(d for _, _, d, _ in parts) or \
+            math.gcd(coefficient.denominator, *(coefficient.numerator * math.prod(n)
+                                                for _, n, _, _ in parts)) != 1:
+        return [_product(sign * s, nums + n, dens + d, o) for s, n, d, o in parts]
+    reduced = []
+    for s, n, _, o in parts:
+        value = coefficient * math.prod(n)
+        reduced.append(_product(sign * s, [value.numerator],
+                                [value.denominator] if value.denominator != 1 else [], o))
+    return reduced
 
 
 def _is_reciprocal(node: Node) -> bool:
@@ -167,8 +183,6 @@ def _surd(tree: sympy.Pow) -> sympy.Basic | None:
 
 def _folds(tree: sympy.Basic) -> bool:
     """Evaluating the numeric `tree` changes its canonical tree (or cannot be done)."""
-    if any(isinstance(power.exp, sympy.Float) for power in tree.atoms(sympy.Pow)):
-        return True  # `\\pi^{1.0}`, `2^{0.5}`: a decimal exponent is a step not taken
     try:
         value = safe_evaluate(tree)
     except TooLarge:
