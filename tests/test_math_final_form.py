@@ -161,6 +161,11 @@ def test_canonical_tree_forgets_order_grouping_and_neutral_elements_only_for_ech
     ("What is 6 * 75?", "450", [r"75 \times 6", "6 × 75", r"(6)\cdot(75)", r"075 \cdot 6"], ["450"]),
     ("What is 6 ÷ 75 − 1?", r"-\frac{23}{25}", [r"6 \div 75 - 1", r"-1 + \frac{6}{75}"], [r"-\frac{23}{25}", "-0.92"]),
     (r"Compute $2^{10} + 10^3$.", "2024", [r"10^3 + 2^{10}", r"2^{10}"], ["2024"]),
+    ("Expand $(x+1)(x+2)$.", "x^2+3x+2", [r"(x+2)(x+1)", r"(2+x)(1+x)", r"(x+1)\cdot(x+2)\cdot 1"],
+     ["x^2+3x+2", "2+3x+x^2"]),
+    (r"Simplify $\frac{x^2-1}{x-1}$.", "x+1", [r"\frac{x^2-1}{x-1}", r"(x^2-1)/(x-1)", r"\frac{-1+x^2}{x-1}"],
+     ["x+1", "1+x"]),
+    (r"Reduce $\frac{6}{8}$.", r"\frac34", [r"\frac{6}{8}", "6/8", r"6 \div 8"], [r"\frac34", "0.75"]),
 ])
 def test_structural_echoes_score_zero_in_both_answer_forms(prompt, gold, echoes, answers):
     for verifier in (V, EQUIVALENT):
