@@ -83,9 +83,12 @@ def prompt_expressions(prompt: str) -> frozenset[Node]:
         tree = _tree(piece)
         if tree is None:
             continue
-        echo = canonical(tree, echo=True)
+        try:
+            echo, written = canonical(tree, echo=True), canonical(tree, surds=False)
+        except Exception:  # an odd sympy object: that piece is not compared
+            continue
         found.update(n for n in _subtrees(echo) if has_operation(n))
-        if has_operation(canonical(tree, surds=False)):
+        if has_operation(written):
             found.add(echo)
     return frozenset(found)
 

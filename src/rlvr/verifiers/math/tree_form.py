@@ -1,7 +1,7 @@
 """An expression's written form as a canonical tree, for the final-form and echo rules.
 
-`canonical(tree)` maps a parsed, *unevaluated* sympy tree (expressions.parse_tree) to
-nested tuples that forget only what carries no work:
+`canonical(tree)` maps a parsed, *unevaluated* sympy tree to nested tuples that forget
+only what carries no work:
 
 - order and grouping: `+` and `*` are flattened and their operands sorted
   (commutativity, associativity, brackets);
@@ -12,14 +12,22 @@ nested tuples that forget only what carries no work:
   literals over denominator literals, with a sign), `\\sqrt{x}` is `x^{1/2}`, `e^{x}` is
   `\\exp x`, `\\ln x` is `\\log x`;
 - a rational coefficient times one sum is distributed (`\\frac{1+\\sqrt5}{2}` is
-  `\\frac12 + \\frac{\\sqrt5}{2}`), because sympy writes it so when it evaluates.
+  `\\frac12 + \\frac{\\sqrt5}{2}`), because sympy writes it so when it evaluates; each
+  term in lowest terms when the fraction as written is (`\\frac{108-31\\sqrt5}{216}`),
+  else with its literals (`\\frac{2+2\\sqrt3}{2}` keeps a factor 2 to cancel);
+- for the final form (`surds=True`), a root or reciprocal of a rational is spelled as
+  sympy spells that irrational number (`\\sqrt{12}` is `2\\sqrt3`, `\\frac{1}{\\sqrt2}` is
+  `\\frac{\\sqrt2}{2}`): extracting a square or rationalising is tidying, not computing.
 
 Number literals are kept one by one: `6 \\cdot 75 \\pi` is the literals 6 and 75 times
 pi, which is not the canonical tree of `450\\pi`. That difference is what
 `still_evaluates` looks for: a numeric sub-expression is in final form when evaluating
 it (sympy's constant folding, done safely by safety.safe_evaluate) leaves its canonical
-tree unchanged. For the echo rule (`echo=True`) repeated factors also merge into a
-power, so `(x+1)(x+1)` is `(x+1)^2`.
+tree unchanged, and no whole power of a numeric sum is left to expand
+(`(1+\\sqrt2)^2`). The form check parses with decimals as exact fractions
+(expressions.parse_expression); the echo rule parses them as written
+(expressions.parse_tree), keeps surds as written (`\\sqrt{50}` is not `5\\sqrt2`) and
+merges repeated factors into a power, so `(x+1)(x+1)` is `(x+1)^2`.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ def _product(sign: int, nums: list[int], dens: list[int], others: list[Node]) ->
     """The canonical node of sign * prod(nums) / prod(dens) * prod(others)."""
     nums = sorted(n for n in nums if n != 1)  # `1 \cdot x` and `\frac{1}{x}`: neutral
     dens = sorted(dens)
-    others = sorted(others)
+    others = sorted(others, key=repr)  # a total order on any nodes
     if sign == 1 and not dens and len(nums) + len(others) == 1:
         return ("int", nums[0]) if nums else others[0]
     if sign == 1 and not (nums or dens or others):
@@ -125,7 +133,7 @@ def _add(args: list[Node], echo: bool = True) -> Node:
     terms = [t for t in terms if t != _ZERO]
     if not terms:
         return _ZERO
-    return terms[0] if len(terms) == 1 else ("add", tuple(sorted(terms)))
+    return terms[0] if len(terms) == 1 else ("add", tuple(sorted(terms, key=repr)))
 
 
 def _pow(base: Node, exponent: Node, echo: bool = True) -> Node:
@@ -187,7 +195,7 @@ def _folds(tree: sympy.Basic) -> bool:
         value = safe_evaluate(tree)
     except TooLarge:
         return True  # a number too large to write out is not written out
-    except (TypeError, ValueError, ArithmeticError, AttributeError, RecursionError):
+    except Exception:  # sympy raises many types on odd input (BudgetExceeded is not one)
         return False  # sympy cannot evaluate it: nothing to say about its form
     return canonical(value) != canonical(tree) or _expands(value)
 
@@ -205,7 +213,10 @@ def _expands(value: sympy.Basic) -> bool:
         return False
     if any(p.exp > MAX_EXPANDED_POWER for p in powers):
         return True
-    return canonical(sympy.expand(value)) != canonical(value)
+    try:
+        return canonical(sympy.expand(value)) != canonical(value)
+    except Exception:  # see _folds
+        return False
 
 
 def still_evaluates(tree: sympy.Basic) -> bool:
