@@ -30,10 +30,12 @@ from pathlib import Path
 SQUARE_FREE = (2, 3, 5, 6, 7, 10, 11, 13)
 _TRIG = {  # (function, angle as a multiple of pi) -> exact value in LaTeX
     ("sin", Fraction(1, 6)): "\\frac{1}{2}", ("sin", Fraction(1, 4)): "\\frac{\\sqrt{2}}{2}",
-    ("sin", Fraction(1, 3)): "\\frac{\\sqrt{3}}{2}", ("cos", Fraction(1, 6)): "\\frac{\\sqrt{3}}{2}",
+    ("sin", Fraction(1, 3)): "\\frac{\\sqrt{3}}{2}",
+    ("cos", Fraction(1, 6)): "\\frac{\\sqrt{3}}{2}",
     ("cos", Fraction(1, 4)): "\\frac{\\sqrt{2}}{2}", ("cos", Fraction(1, 3)): "\\frac{1}{2}",
     ("tan", Fraction(1, 6)): "\\frac{\\sqrt{3}}{3}", ("tan", Fraction(1, 3)): "\\sqrt{3}",
-    ("sin", Fraction(2, 3)): "\\frac{\\sqrt{3}}{2}", ("cos", Fraction(3, 4)): "-\\frac{\\sqrt{2}}{2}",
+    ("sin", Fraction(2, 3)): "\\frac{\\sqrt{3}}{2}",
+    ("cos", Fraction(3, 4)): "-\\frac{\\sqrt{2}}{2}",
     ("cos", Fraction(5, 6)): "-\\frac{\\sqrt{3}}{2}", ("tan", Fraction(2, 3)): "-\\sqrt{3}",
 }
 
@@ -84,7 +86,8 @@ def problems() -> list[dict[str, str]]:
         for m in SQUARE_FREE:
             add("simplify_root", f"Simplify $\\sqrt{{{k * k * m}}}$.", f"{k}\\sqrt{{{m}}}")
     for (function, multiple), value in _TRIG.items():
-        add("trig_value", f"What is the exact value of $\\{function} {pi_multiple(multiple)}$?", value)
+        angle = pi_multiple(multiple)
+        add("trig_value", f"What is the exact value of $\\{function} {angle}$?", value)
     for a in range(-9, 10):
         if a:
             add("expand_square", f"Expand ${_factor(a)}^2$.", _linear(2 * a, a * a))

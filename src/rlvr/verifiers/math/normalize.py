@@ -78,7 +78,7 @@ class Normalized:
 
 
 def unicode_to_latex(text: str) -> str:
-    """`√50` -> `\\sqrt{50}`, `×` -> `\\times`, `−` -> `-`, `π` -> `\\pi`, ... (`_UNICODE`)."""
+    """`√50` -> `\\sqrt{50}`, `×` -> `\\times`, `−` -> `-`, `π` -> `\\pi` (`_UNICODE`)."""
     return _apply_unicode(text)
 
 
@@ -120,7 +120,7 @@ def _strip_math_delimiters(text: str) -> str:
 
 
 def _repeating_decimal(match: re.Match[str]) -> str:
-    """`0.\\overline{3}` -> `\\frac{1}{3}`; `0.1\\overline{6}` -> `\\frac{1}{6}` (in lowest terms)."""
+    """`0.\\overline{3}` -> `\\frac{1}{3}`, `0.1\\overline{6}` -> `\\frac{1}{6}`: lowest terms."""
     whole, fixed, period = match.group(1) or "0", match.group(2), match.group(3)
     denominator = 10 ** len(fixed) * (10 ** len(period) - 1)
     numerator = int(whole + fixed + period) - int(whole + fixed or "0")
