@@ -193,6 +193,14 @@ def test_the_gold_written_in_the_prompt_does_not_switch_the_check_off():
     assert verdict("5", "5", few_shot).passed
 
 
+def test_matrices_are_judged_not_crashed_on():
+    prompt = r"Compute $\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix} + \begin{pmatrix} 1 & 0 \\ 0 & 1 \end{pmatrix}$."
+    gold = r"\begin{pmatrix} 2 & 2 \\ 3 & 5 \end{pmatrix}"
+    assert verdict(gold, gold, prompt).passed
+    assert verdict(r"\begin{pmatrix} 2 & 2 \\ 3 & 6 \end{pmatrix}", gold, prompt).reason == "wrong_answer"
+    assert verdict(r"\begin{pmatrix} 1+1 & 2 \\ 3 & 5 \end{pmatrix}", gold, prompt).reason == "unsimplified"
+
+
 def test_prompt_expressions_are_read_from_math_spans_and_plain_text():
     found = prompt_expressions(r"What is $6 \cdot 75$ plus 3 * 4? Expand (x+1)^2.")
     for text in (r"6 \cdot 75", "3 * 4", "(x+1)^2"):

@@ -186,7 +186,10 @@ def expression_final(text: str) -> bool:
     # decimals as exact fractions (`0.75` is 3/4, `\\sqrt{10.5}` the root of 21/2): a
     # decimal literal is a value, and the grammar reduces the fraction it becomes
     parsed = parse_expression(text)
-    return parsed is None or not still_evaluates(parsed.tree)
+    try:
+        return parsed is None or not still_evaluates(parsed.tree)
+    except Exception:  # an odd sympy object: its form is not judged, its value still is
+        return True
 
 
 def in_value_form(answer: Shape, gold_kind: str, gold: Shape | None = None) -> bool:

@@ -118,10 +118,13 @@ def echoes_prompt(answer: str, prompt: str | None, gold: str) -> bool:
     tree = _tree(answer)
     if tree is None:
         return False
-    written = canonical(tree, surds=False)
-    if not has_operation(written):
-        return False  # a bare number or name is an answer, wherever else it appears
-    gold_tree = _tree(gold)
-    if gold_tree is not None and canonical(gold_tree, surds=False) == written:
-        return False  # a right answer in the gold's own form
-    return canonical(tree, echo=True) in prompt_expressions(prompt)
+    try:
+        written = canonical(tree, surds=False)
+        if not has_operation(written):
+            return False  # a bare number or name is an answer, wherever else it appears
+        gold_tree = _tree(gold)
+        if gold_tree is not None and canonical(gold_tree, surds=False) == written:
+            return False  # a right answer in the gold's own form
+        return canonical(tree, echo=True) in prompt_expressions(prompt)
+    except Exception:  # an odd sympy object (BudgetExceeded is no Exception): not judged
+        return False

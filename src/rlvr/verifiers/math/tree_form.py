@@ -156,6 +156,8 @@ def canonical(tree: sympy.Basic, echo: bool = False, surds: bool = True) -> Node
         return ("float", text) if tree >= 0 else _product(-1, [], [], [("float", text)])
     if tree is sympy.S.NegativeInfinity:
         return _product(-1, [], [], [("atom", "oo")])
+    if isinstance(tree, sympy.MatrixBase):  # entries in order (matrices have no .args)
+        return ("matrix", tree.shape, tuple(canonical(e, echo, surds) for e in tree))
     if not tree.args:
         return ("atom", sympy.srepr(tree))
     args = [canonical(arg, echo, surds) for arg in tree.args]
