@@ -245,6 +245,10 @@ def test_split_unit():
     assert split_unit("2x") == ("2x", False)
     assert split_unit("x^2 + 2 xy") == ("x^2 + 2 xy", False)  # variables, not words
     assert split_unit(r"\text{Evelyn}") == (r"\text{Evelyn}", False)
+    # a plain one-letter word is a variable, unless it is part of a rate
+    assert split_unit("2 m") == ("2 m", False)
+    assert split_unit("5 m/s") == ("5", False) and split_unit("60 km/h") == ("60", False)
+    assert split_unit(r"2 \text{ m}") == ("2", False)
 
 
 @pytest.mark.parametrize("answer,gold,passed", [

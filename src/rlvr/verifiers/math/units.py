@@ -3,7 +3,9 @@
 Only a known vocabulary of units is stripped, in any arrangement of `\\text{}`,
 `\\mathrm{}` (normalize.py spells both `\\text`), spaces, `/`, "per" and exponents:
 `18 \\,\\text{dollars}`, `12\\,\\mathrm{m}^2`, `12 \\, \\text{cm}^2`, `60 \\text{ km/h}`,
-`5 \\text{ square units}`. One more word is read as what is counted, as GSM8K writes
+`5 \\text{ square units}` (a one-letter unit only in `\\text{}` or a rate such as `5 m/s`:
+a plain `2 m` is 2m). One
+more word is read as what is counted, as GSM8K writes
 ("42 apples"): a single plain word of three letters or more after a plain number,
 unless it is one of the words that change or qualify a value (`_NOT_COUNTED`:
 "minus", "dozen", "squared", "approximately", ...). Any other words after a number
@@ -70,9 +72,10 @@ def split_unit(text: str) -> tuple[str, bool]:
     plain_tail = "\\text" not in tail
     if not re.search(r"[\d}]", head if not plain_tail else head[-1:]):
         return text, False  # `\\text{Evelyn}`, `x m`: no number for a unit to follow
-    if plain_tail and not all(_is_unit(w) for w in words) \
-            and (not re.match(r"\s", tail) or all(len(w) <= 2 for w in words)):
-        return text, False  # `2x`, `3 x`, `2 xy`: variables, not words
+    rate = "/" in tail and all(_is_unit(w) for w in words)  # `km/h`, `m/s`: a unit
+    if plain_tail and (not re.match(r"\s", tail) or any(len(w) == 1 for w in words) and not rate
+                       or all(len(w) <= 2 and not _is_unit(w) for w in words)):
+        return text, False  # `2x`, `3 x`, `2 m`, `2 xy`: variables, not words
     if all(_is_unit(w) for w in words):
         return head, False
     if len(words) == 1 and len(words[0]) >= 3 and words[0].lower() not in _NOT_COUNTED \
