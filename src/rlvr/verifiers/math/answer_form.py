@@ -149,8 +149,6 @@ def _numeric_value(text: str) -> sympy.Basic | None:
 _NAMED = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?$")
 
 
-
-
 def gold_value_kind(shape: Shape) -> str | None:
     """"rational" or "irrational" when the gold is a plain real number (`x = 5`, and a
     labelled value such as `|AB| = 1` or `A:B = 1` (labels.py), counts as its value, so
