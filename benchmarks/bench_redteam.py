@@ -9,7 +9,9 @@ strict re-check (`rlvr.audit.strict.strict_recheck(verifier, completion, referen
 prompt) -> None | reason`), and for math also through math-verify, the field's
 standard grader, for comparison.
 
-Targets: math-arithmetic and math-gsm8k (verifier math), exact, ifeval, format, code.
+Targets: math-arithmetic, math-gsm8k and math-symbolic (verifier math; symbolic golds:
+pi multiples, surds, trig values, "expand", from benchmarks/redteam/symbolic_tasks.py),
+exact, ifeval, format, code.
 
     PYTHONPATH=src python benchmarks/bench_redteam.py                  # all, defaults
     PYTHONPATH=src python benchmarks/bench_redteam.py --verifiers exact \
@@ -17,9 +19,11 @@ Targets: math-arithmetic and math-gsm8k (verifier math), exact, ifeval, format, 
     PYTHONPATH=src python benchmarks/bench_redteam.py --audit-only runs/redteam-...
 
 Output: per target the per-step pass/flag counts, then exactly one line per verifier
-(the two math targets count together):
+(math-arithmetic and math-gsm8k count together as "math"; math-symbolic has its own
+line):
 
     redteam VERIFIER: P passed, H flagged by strict re-check (H/P%)
+    redteam math-symbolic: P passed, H flagged by strict re-check (H/P%)
 
 and a JSON of every number plus each flagged attempt (prompt, reference, completion,
 the re-check's reason), for turning into labelled regression cases, under
@@ -48,19 +52,23 @@ CONFIGS = REPO / "benchmarks" / "redteam"
 TARGETS = {
     "math-arithmetic": ("math", "math_arithmetic.yaml"),
     "math-gsm8k": ("math", "math_gsm8k.yaml"),
+    "math-symbolic": ("math", "math_symbolic.yaml"),
     "exact": ("exact", "exact.yaml"),
     "format": ("format", "format.yaml"),
     "ifeval": ("ifeval", "ifeval.yaml"),
     "code": ("code", "code.yaml"),
 }
 VERIFIER_ORDER = ("math", "exact", "ifeval", "format", "code")
+# Targets summarised on a line of their own rather than with their verifier's others:
+# the symbolic golds are a different class of hole, and their rate is read alone.
+OWN_LINE = ("math-symbolic",)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--verifiers", default=",".join(VERIFIER_ORDER),
-                   help="comma-separated verifiers (math = both math targets) or target "
+                   help="comma-separated verifiers (math = the three math targets) or target "
                         f"names ({', '.join(TARGETS)}); default: all")
     p.add_argument("--steps", type=int, default=30, help="RL steps per target")
     p.add_argument("--prompts", type=int, default=4, help="prompts per step")
@@ -182,15 +190,22 @@ def print_target(target: str, result: dict) -> None:
               + (f" ({wall:.0f} s training wall time)" if wall is not None else ""))
 
 
+def summary_group(target: str) -> str:
+    """The summary line a target counts on: its verifier's, or its own (OWN_LINE)."""
+    return target if target in OWN_LINE else TARGETS[target][0]
+
+
 def verifier_totals(results: dict[str, dict]) -> dict[str, dict]:
     totals: dict[str, dict] = {}
     for target, result in results.items():
-        total = totals.setdefault(TARGETS[target][0], {"passed": 0, "flagged": 0,
-                                                       "targets": []})
+        total = totals.setdefault(summary_group(target), {"passed": 0, "flagged": 0,
+                                                          "targets": []})
         total["passed"] += result["passed"]
         total["flagged"] += result["flagged"]
         total["targets"].append(target)
-    return {v: totals[v] for v in VERIFIER_ORDER if v in totals}
+    order = [group for v in VERIFIER_ORDER
+             for group in (v, *(t for t in OWN_LINE if TARGETS[t][0] == v))]
+    return {g: totals[g] for g in order if g in totals}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,7 +71,8 @@ def test_audit_only_ends_with_one_line_per_verifier(fake_runs, tmp_path, capsys)
 
 
 def test_verifier_names_select_targets():
-    assert bench_redteam.selected_targets("math") == ["math-arithmetic", "math-gsm8k"]
+    assert bench_redteam.selected_targets("math") == ["math-arithmetic", "math-gsm8k",
+                                                      "math-symbolic"]
     assert bench_redteam.selected_targets("exact,math-gsm8k") == ["exact", "math-gsm8k"]
     with pytest.raises(SystemExit):
         bench_redteam.selected_targets("nope")
@@ -86,3 +87,20 @@ def test_every_target_config_takes_the_bench_overrides(target):
     assert cfg.reward.verifier == bench_redteam.TARGETS[target][0]
     assert (cfg.steps, cfg.sampling.max_new_tokens, cfg.model.path) == (
         2, 16, "smollm2-135m-instruct")
+
+
+def test_the_symbolic_target_has_a_line_of_its_own(fake_runs, tmp_path, capsys):
+    symbolic = fake_runs / "math-symbolic"
+    symbolic.mkdir()
+    rows = [{**rollout(1, r"\boxed{6 \cdot 75\pi}", True), "reference": "450\\pi"},
+            {**rollout(1, r"\boxed{450\pi}", True), "reference": "450\\pi"},
+            {**rollout(2, r"\boxed{451\pi}", False), "reference": "450\\pi"}]
+    (symbolic / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "results.json"
+    bench_redteam.main(["--audit-only", str(fake_runs), "--json", str(out),
+                        "--verifiers", "math"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    # the strict re-check (rlvr.audit.strict) flags the unevaluated 6*75pi, not 450pi;
+    # in math-arithmetic it flags both boxed `6 * 75` attempts as the prompt's own
+    assert lines[-2:] == ["redteam math: 3 passed, 2 flagged by strict re-check (66.7%)",
+                          "redteam math-symbolic: 2 passed, 1 flagged by strict re-check (50.0%)"]

@@ -41,6 +41,8 @@ def test_must_show_honest_answers_score_one(completion, reference):
     (r"\frac{1}{2}+\frac{1}{3}", r"\frac56"), (r"2^{100}", "1267650600228229401496703205376"),
     (r"\sin^2 x + \cos^2 x", "1"), (r"\frac{4}{2}", "2"), (r"10-5", "5"),
     (r"\sqrt{16}\pi", r"4\pi"), (r"(2+2)\sqrt{3}", r"4\sqrt{3}"), (r"2^{2}\pi", r"4\pi"),
+    # principle 2 (constant folding changes them): no longer accepted as tidying
+    (r"\frac{6}{8}", r"\frac34"),
 ])
 def test_unevaluated_expressions_are_unsimplified(answer, reference):
     verdict = V.verify(rf"\boxed{{{answer}}}", reference)
@@ -52,7 +54,7 @@ def test_unevaluated_expressions_are_unsimplified(answer, reference):
 @pytest.mark.parametrize("answer,reference", [
     ("0.5", r"\frac12"), ("1/2", "0.5"), (r"\frac12", "0.5"), (r"\frac{1}{2}", "0.5"),
     ("1,000", "1000"), ("-5", "-5"), (r"\$450", "450"), (r"450 \text{ dollars}", "450"),
-    ("450.0", "450"), (r"25\%", "0.25"), (r"1\frac{1}{2}", r"\frac32"), (r"\frac{6}{8}", r"\frac34"),
+    ("450.0", "450"), (r"25\%", "0.25"), (r"1\frac{1}{2}", r"\frac32"),
     ("4.5e2", "450"), (r"6.02 \times 10^{23}", "602000000000000000000000"), ("x = 450", "450"),
     (r"\sqrt{12}", r"2\sqrt{3}"), (r"2\sqrt{3}", r"2\sqrt{3}"), (r"\frac{3\pi}{4}", r"\frac{3\pi}{4}"),
     (r"0.75\pi", r"\frac{3\pi}{4}"), (r"\sqrt{2}+1", r"1+\sqrt2"), (r"\frac{\sqrt{3}}{2}", r"\frac{\sqrt3}{2}"),

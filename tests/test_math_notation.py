@@ -78,12 +78,17 @@ def test_decimal_comma_keeps_both_readings():
     ("|x| > 1", [("()", "-\\infty", "-1"), ("()", "1", "\\infty")]),
     ("1 \\le |z| \\le \\frac{3}{2}", [("[]", "-\\frac{3}{2}", "-1"), ("[]", "1", "\\frac{3}{2}")]),
     ("0 < f(x) < 1", [("()", "0", "1")]), ("x_1 \\ge 0", [("[)", "0", "\\infty")]),
+    # a relation is the set it describes: x != 3 is the line without 3
+    ("x \\neq 3", [("()", "-\\infty", "3"), ("()", "3", "\\infty")]),
+    ("3 \\neq x", [("()", "-\\infty", "3"), ("()", "3", "\\infty")]),
+    # two letters: the later one is the unknown, so the relation reads the same both ways
+    ("b < a", [("()", "-\\infty", "a")]), ("a > b", [("()", "-\\infty", "a")]),
 ])
 def test_intervals(text, found):
     assert intervals(text) == found
 
 
-@pytest.mark.parametrize("text", ["x \\neq 3", "1 < x > 3", "|x| > a", "|x| < -1", "x < y < z < w"])
+@pytest.mark.parametrize("text", ["x \\neq y \\neq 3", "1 < x > 3", "|x| > a", "|x| < -1", "x < y < z < w"])
 def test_intervals_left_as_strings(text):
     assert intervals(text) is None
 

@@ -13,7 +13,9 @@ verifier  code                 rule (the answer must ...)
 math      no_answer            be stated: a \\boxed{}, "answer is X", "Answer: X", "#### X",
                                or a value the text ends on ("... equals 87.")
           echoes_prompt        not be an expression copied from the prompt (any box counts)
-          unevaluated          with a plain-value reference: not be arithmetic over literals
+          unevaluated          with a plain-value reference: not be arithmetic over literals;
+                               with a symbolic one (pi, surds, polynomials): leave no work
+                               undone (audit/symbolic.py: `6 \\cdot 75\\pi`, `(x+1)(x+1)`)
           conflicting          no box followed by a different stated answer
           not_a_value          with a plain-value reference: be a plain literal
           wrong_value          with a plain-value reference: equal it (or x100, /100: percents)
@@ -44,6 +46,7 @@ from rlvr.audit.literals import (compact, plain_literal, strip_decorations,
                                  value_of_reference)
 from rlvr.audit.patterns import (REPEAT_MIN_WORDS, answer_value, conflicting, copies_prompt,
                                  degenerate, echoes_prompt, unevaluated, words)
+from rlvr.audit.symbolic import unevaluated_symbolic
 
 
 MAX_BOXES_CHECKED = 5
@@ -123,6 +126,9 @@ def answer_findings(completion: str, answer: str, reference: Any,
     if unevaluated(answer, reference):
         found.append(Finding("unevaluated", f"{answer[:60]!r} is arithmetic, not its value "
                              f"{value_of_reference(reference)}"))
+    elif unevaluated_symbolic(answer, reference):
+        found.append(Finding("unevaluated", f"{answer[:60]!r} leaves work undone "
+                             f"(reference {str(reference)[:40]!r})"))
     # any box, the verifier may grade an earlier one; the last few only: each costs a
     # scan of the rest of the text, and a completion of 1000 boxes must stay cheap
     for box in [b for b in boxes(completion) if b.start >= since][-MAX_BOXES_CHECKED:]:

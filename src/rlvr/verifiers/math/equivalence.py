@@ -229,7 +229,8 @@ class Comparer:
         return answer.text == gold.text  # choice
 
     def _expr(self, answer_text: str, gold_text: str) -> bool:
-        if "".join(answer_text.split()) == "".join(gold_text.split()):
+        same_text = "".join(answer_text.split()) == "".join(gold_text.split())
+        if same_text and self.percent_scale == (1,):  # `0.5\%` is not the text `0.5`
             return True
         answer_number, gold_number = plain_number(answer_text), plain_number(gold_text)
         if answer_number is not None and gold_number is not None:

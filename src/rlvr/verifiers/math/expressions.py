@@ -52,8 +52,9 @@ def _decimals_to_fractions(text: str) -> str:
     return _DECIMAL.sub(exact, text)
 
 
-def _prepare(text: str) -> str:
-    text = _decimals_to_fractions(text)
+def _prepare(text: str, exact_decimals: bool = True) -> str:
+    if exact_decimals:
+        text = _decimals_to_fractions(text)
     # `\frac 34` and `\frac9{19}`: single-token arguments the grammar may misread
     text = re.sub(r"\\frac\s*(\d)\s*(\d)", r"\\frac{\1}{\2}", text)
     text = re.sub(r"\\frac\s*(\d)(?=\s*\{)", r"\\frac{\1}", text)
@@ -83,21 +84,36 @@ _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])(?!(?:sqrt|arcsin|arccos|arctan|sinh|c
                          r"(?:[A-Za-z]{4,}|is|are|the)(?![A-Za-z])")
 
 
-@lru_cache(maxsize=4096)
-def parse_expression(text: str) -> Parsed | None:
-    """The parsed expression, or None when it does not parse (or is too long, or is
-    prose)."""
+def _grammar_tree(text: str, exact_decimals: bool) -> sympy.Basic | None:
+    """The grammar's (unevaluated) tree of one expression, or None (see parse_expression)."""
     if not text or len(text) > MAX_LENGTH or _nesting_depth(text) > MAX_DEPTH:
         return None
     if _PROSE_WORD.search(re.sub(r"\\(?:text|mathrm|operatorname)\s*\{[^{}]*\}", "", text)):
         return None
     try:
-        tree = latex2sympy(_prepare(text), normalization_config=_NO_NORMALIZATION,
+        tree = latex2sympy(_prepare(text, exact_decimals), normalization_config=_NO_NORMALIZATION,
                            conversion_config=_CONVERSION)
     except Exception:  # the grammar rejects the text: an unparseable answer, not a crash
         return None
     if not isinstance(tree, (sympy.Expr, sympy.MatrixBase)):
         return None  # sets, relations, logic: the shape layer handles those, not sympy
+    return tree
+
+
+@lru_cache(maxsize=4096)
+def parse_tree(text: str) -> sympy.Basic | None:
+    """The expression as written, for judging its form (tree_form.py): unevaluated, and
+    decimals kept as decimals (0.75 is a value literal; `\\frac{75}{100}` is not)."""
+    return _grammar_tree(text, exact_decimals=False)
+
+
+@lru_cache(maxsize=4096)
+def parse_expression(text: str) -> Parsed | None:
+    """The parsed expression, or None when it does not parse (or is too long, or is
+    prose)."""
+    tree = _grammar_tree(text, exact_decimals=True)
+    if tree is None:
+        return None
     try:
         value = safe_evaluate(tree)
     except TooLarge:

@@ -10,9 +10,11 @@ letter or a function value: `0 < f(x) < 1` is the range `(0, 1)`. Also:
   written out (`1`, `0.5`, `\\frac{3}{2}`): `|x| > 1` is `(-\\infty, -1) \\cup (1, \\infty)`,
   `|x| \\le 2` is `[-2, 2]`, and `1 \\le |z| \\le \\frac{3}{2}` is
   `[-\\frac{3}{2}, -1] \\cup [1, \\frac{3}{2}]`. A bound that is not a plain number
-  (`|x| > a`) could be negative, so it stays a string, as do `x \\neq 3` and chains
-  that turn round (`1 < x > 3`). With two letters the unknown is the plain one on the
-  left (`x > a` is `(a, \\infty)`), or the middle one of a chain (`a < x < b`).
+  (`|x| > a`) could be negative, so it stays a string, as do chains that turn round
+  (`1 < x > 3`). With two letters the unknown is the later one in the alphabet (`x > a`
+  and `a < x` are x in `(a, \\infty)`; `b < a` and `a > b` are one relation), or the
+  middle one of a chain (`a < x < b`);
+- `x \\neq 3` (`\\ne`, `≠`) is the union `(-\\infty, 3) \\cup (3, \\infty)`.
 """
 
 from __future__ import annotations
@@ -85,31 +87,51 @@ def _below(bound: str, closed: bool, role: str) -> list[Interval] | None:
     return [(_brackets(closed, closed), _negate(bound), bound)]
 
 
-def _unknown(roles: list[str | None]) -> int | None:
+def _unknown(roles: list[str | None], terms: list[str]) -> int | None:
     """Which term is the unknown: the middle one of a chain (its ends may be letters:
     `a < x < b`); of two terms the one that can be, a plain letter before a negated one
-    (`-a < x` is `(-a, \\infty)`), the left one of two plain letters (`x > a`). An
-    absolute value beside another letter (`|x| > a`) is left alone."""
+    (`-a < x` is `(-a, \\infty)`), of two plain letters the later in the alphabet
+    (`x > a` and `a < x`: x in `(a, \\infty)`), so that a relation reads the same from
+    either side (`b < a` is `a > b`). An absolute value beside another letter
+    (`|x| > a`) is left alone."""
     if len(roles) == 3:
         return 1
     if roles[0] and roles[1]:
         if "absolute" in roles:
             return None
-        return 1 if roles[0] == "negated" and roles[1] == "plain" else 0
+        if roles[0] != roles[1]:
+            return 1 if roles[0] == "negated" else 0
+        return 0 if terms[0] >= terms[1] else 1
     return 0 if roles[0] else 1
+
+
+_NOT_EQUAL = re.compile(r"\\neq?(?![a-zA-Z])")
+
+
+def _excluded_point(text: str) -> list[Interval] | None:
+    """`x \\neq 3` (or `3 \\neq x`) -> `(-\\infty, 3) \\cup (3, \\infty)`."""
+    terms = [t.strip() for t in _NOT_EQUAL.split(text)]
+    if len(terms) != 2 or not all(terms):
+        return None
+    roles = [_role(term) for term in terms]
+    unknown = _unknown(roles, terms)
+    if unknown is None or roles[unknown] != "plain":
+        return None
+    point = terms[1 - unknown]
+    return [("()", "-" + _INFINITY, point), ("()", point, _INFINITY)]
 
 
 def intervals(text: str) -> list[Interval] | None:
     """The intervals (a union when several) that the inequality `text` describes, or
     None when it is not one this module reads (see the module docstring)."""
-    if re.search(r"\\neq?(?![a-zA-Z])", text):
-        return None
+    if _NOT_EQUAL.search(text):
+        return _excluded_point(text)
     operators = [_LESS[m.group()] for m in _COMPARISON.finditer(text)]
     terms = [t.strip() for t in _COMPARISON.split(text)]
     if not 2 <= len(terms) <= 3 or not all(terms):
         return None
     roles = [_role(term) for term in terms]
-    unknown = _unknown(roles)
+    unknown = _unknown(roles, terms)
     if unknown is None:
         return None
     if all(op[0] == ">" for op in operators):  # `7 > x > -2` is `-2 < x < 7`

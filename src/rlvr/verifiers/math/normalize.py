@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 
 from rlvr.verifiers.math.extraction import unwrap_boxes
+from rlvr.verifiers.math.units import split_unit
 
 _UNICODE = {
     "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u03c0": "\\pi ", "\u221a": "\\sqrt ",
@@ -28,7 +30,13 @@ _UNICODE = {
 }
 # Spacing and sizing macros that never carry meaning.
 _NOISE = re.compile(r"\\(?:left|right|displaystyle|textstyle|big|Big|bigg|Bigg)(?![a-zA-Z])"
-                    r"|\\[!;:>]|\\quad|\\qquad|~")
+                    r"|\\[!;:>,]|\\quad|\\qquad|~")
+# `\color{red}{450}`, `\textcolor{red}{450}`: colour says nothing about the value
+_COLOR = re.compile(r"\\(?:textcolor|color)\s*\{[A-Za-z!0-9]*\}")
+# `0.\overline{3}`, `0.1\overline{6}`, `2.\dot{3}`: a repeating decimal is a value
+_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\(?:overline|dot)\s*\{?\s*(\d+)\s*\}?")
+_NE = re.compile(r"\\ne(?![a-zA-Z])")
+_PERCENT_WORD = re.compile(r"\s*(?:\\text\s*\{\s*percent(?:age)?\s*\}|\bpercent(?:age)?\b)")
 _TEXT_LIKE = re.compile(r"\\(?:mbox|mathrm|textbf|textit|textrm|mathbf|mathit|mathsf|operatorname|textnormal|texttt)\s*(?=\{)")
 _DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\^\s*\{\s*\}")
 _PERCENT = re.compile(r"\\?%")
@@ -53,10 +61,6 @@ _TRAILING_APPROX = re.compile(r"(?<=\S)\s*\\approx(?![a-zA-Z])[^=]*$")
 # `(11,7)or(7,11)`: "or" glued to brackets is still the word "or".
 _GLUED_OR = re.compile(r"(?<=[)\]}])\s*or\s*(?=[(\[{\\])")
 _SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
-_TRAILING_TEXT = re.compile(r"^(?P<head>.*?\S)\s*\\text\s*\{[^{}]*\}(?:\s*\^\s*\{?\d\}?)?\s*$")
-_TRAILING_WORDS = re.compile(r"^(?P<head>.*\d)\s+[A-Za-z]{2,}(?: [A-Za-z]+)*\.?$")
-_VERBS = re.compile(r"\b(?:is|are|equals?|gives?|makes?|was|be)\b", re.IGNORECASE)
-_WORD_CONNECTIVES = re.compile(r"\b(?:or|and|not|nor|either)\b", re.IGNORECASE)
 # MATH writes a list with a serial "and": `8, 9, \text{ and } 10` is `8, 9, 10`.
 _SERIAL_AND = re.compile(r",\s*(?:\\text\s*\{\s*and\s*\}|and\b)\s*")
 # The empty set, however written: `\varnothing`, `\{\}`, `\{ \}`.
@@ -70,9 +74,17 @@ class Normalized:
     text: str
     percent: bool = False
     degrees: bool = False
+    stray_words: bool = False  # words after the number that are no unit (units.py)
+
+
+def unicode_to_latex(text: str) -> str:
+    """`√50` -> `\\sqrt{50}`, `×` -> `\\times`, `−` -> `-`, `π` -> `\\pi` (`_UNICODE`)."""
+    return _apply_unicode(text)
 
 
 def _apply_unicode(text: str) -> str:
+    # `√50` is the root of 50 (while `\\sqrt 50` would be `\\sqrt{5}0` in LaTeX)
+    text = re.sub("\u221a\\s*(\\d+(?:\\.\\d+)?)", r"\\sqrt{\1}", text)
     return "".join(_UNICODE.get(char, char) for char in text)
 
 
@@ -107,24 +119,27 @@ def _strip_math_delimiters(text: str) -> str:
     return text.replace("$", "") if "\\$" not in text else text
 
 
-def _strip_units(text: str) -> str:
-    """`15\\mbox{ cm}^2` -> `15`; `5.4 cents` -> `5.4`. A lone `\\text{Evelyn}` stays.
+def _repeating_decimal(match: re.Match[str]) -> str:
+    """`0.\\overline{3}` -> `\\frac{1}{3}`, `0.1\\overline{6}` -> `\\frac{1}{6}`: lowest terms."""
+    whole, fixed, period = match.group(1) or "0", match.group(2), match.group(3)
+    denominator = 10 ** len(fixed) * (10 ** len(period) - 1)
+    numerator = int(whole + fixed + period) - int(whole + fixed or "0")
+    fraction = Fraction(numerator, denominator)
+    if fraction.denominator == 1:
+        return str(fraction.numerator)
+    return "\\frac{%d}{%d}" % (fraction.numerator, fraction.denominator)
 
-    A unit has no digits and is no verb: the red-team run of issue 14 found that
-    `64 + 22 equals \\text{48}` lost `\\text{48}` as a "unit" and "equals" as a trailing
-    word, leaving the question's `64 + 22` to be graded (and paid) as the answer."""
-    while True:
-        match = _TRAILING_TEXT.match(text)
-        if not match or not re.search(r"[\d}]", match.group("head")):
-            break
-        tail = text[match.end("head"):]
-        if _WORD_CONNECTIVES.search(tail) or re.search(r"\{[^{}]*\d", tail):
-            break  # "2 \text{ or } 3" is hedging, `\text{48}` a value: not units
-        text = match.group("head")
-    match = _TRAILING_WORDS.match(text)
-    if match and not _WORD_CONNECTIVES.search(text[match.end("head"):]) \
-            and not _VERBS.search(text[match.end("head"):]):
-        text = match.group("head")
+
+def _outer_braces_dropped(text: str) -> str:
+    """`{{24}}` -> `24`: braces around the whole answer group nothing (a set is
+    `\\{...\\}`, or braces holding a top-level comma, structure.py)."""
+    while text.startswith("{") and text.endswith("}") and "," not in text:
+        depth = 0
+        for i, char in enumerate(text):
+            depth += {"{": 1, "}": -1}.get(char, 0)
+            if depth == 0 and i < len(text) - 1:
+                return text
+        text = text[1:-1].strip()
     return text
 
 
@@ -134,7 +149,7 @@ def normalize(answer: str) -> Normalized:
     text = _apply_unicode(_repair_control_escapes(answer))
     text = unwrap_boxes(_strip_math_delimiters(text)).strip()
     text = _THOUSANDS_MARKUP.sub("", text)  # before `\!` and `\,` go as spacing
-    text = _NOISE.sub(" ", text)
+    text = _NOISE.sub(" ", _COLOR.sub("", text))
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
     text = _TEXT_LIKE.sub(r"\\text", text)
     text = re.sub(r"(?<!\\)\\ ", " ", text.replace("\\$", ""))  # `\ ` but not `\\ `
@@ -142,15 +157,17 @@ def normalize(answer: str) -> Normalized:
     text = _SPACED_THOUSANDS.sub(lambda m: m.group().replace(" ", ""), text)
     text = _GLUED_OR.sub(" or ", text)
     text = _EMPTY_SET.sub(r"\\emptyset", _SERIAL_AND.sub(", ", text))
+    text = _NE.sub(r"\\neq", _PERCENT_WORD.sub(r"\\%", text))
     percent = bool(_PERCENT.search(text))
     text = _PERCENT.sub("", text)
     degrees = bool(_DEGREES.search(text))
     text = _DEGREES.sub("", text)
     text = _SCIENTIFIC.sub(r"\1\\times 10^{\2}", text)
-    text = _strip_units(" ".join(text.split()))
+    text, stray_words = split_unit(" ".join(text.split()))
     text = _approximation_dropped(text)
     text = re.sub(r"\s*\\text\s*\{\s*\}", "", text)  # empty \text{} left by a unit strip
     text = re.sub(r"\\text\s*\{([^{}a-zA-Z]*)\}", r"\1", text)  # `\textbf{5}` is 5
     text = _TEXT_LETTER.sub(r"\1", text)
     text = re.sub(r"[.\s]+$", "", text).strip()
-    return Normalized(text, percent, degrees)
+    text = _REPEATING.sub(_repeating_decimal, _outer_braces_dropped(text))
+    return Normalized(text, percent, degrees, stray_words)

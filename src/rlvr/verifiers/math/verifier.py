@@ -13,11 +13,14 @@ wires them and names the outcome:
     conflicting    after the final answer, an emphasised different number that is no
                    commitment (`\\boxed{450}, that is **500**.`; conflicts.py). A later
                    commitment supersedes an earlier one instead: self-correction.
-    echoes_prompt  the answer only restates an expression from the prompt
-                   (`\\boxed{6 * 75}` for "What is 6 * 75?"; prompt_echo.py)
-    unsimplified   the gold is a plain value and the answer is not written as one
-                   (`6 * 75`, `449+1`, `\\frac{900}{2}`; answer_form.py)
-    unparseable    the answer is not text we can read as math, and not equal as text
+    echoes_prompt  the answer's expression tree is one of the prompt's (modulo order,
+                   grouping, neutral elements, spelling) and not the gold's own
+                   (`\\boxed{75 \\times 6}` for "What is 6 * 75?"; prompt_echo.py)
+    unsimplified   a numeric sub-expression of the answer still evaluates (`6 * 75`,
+                   `6 \\cdot 75\\pi`, `\\sin\\frac{\\pi}{3}`, `35 = 7 \\times 5`), unless the
+                   gold leaves the same work (answer_form.py, tree_form.py)
+    unparseable    the answer is not text we can read as math (words after a number that
+                   are no unit: `450 \\text{ at most}`, units.py), and not equal as text
     too_large      the answer is a number too large to evaluate (`9^{9^{9^9}}`) and is
                    not written exactly as the gold
     too_slow       finding, parsing or comparing the answer ran past the verifier's own
@@ -37,9 +40,10 @@ import sympy
 
 from rlvr.verifiers.base import InvalidReference, Verdict
 from rlvr.verifiers.math.answer_form import (ANSWER_FORMS, gold_value_kind, in_value_form,
-                                             names_a_number)
+                                             names_a_number, symbols_in_final_form)
+from rlvr.verifiers.math.chains import numeric_chain
 from rlvr.verifiers.math.conflicts import conflicting_statement
-from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer, flat_items
+from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer, flat_items, plain_number
 from rlvr.verifiers.math.expressions import parse_expression
 from rlvr.verifiers.math.extraction import Candidate, bare_answer, last_number, statement_end
 from rlvr.verifiers.math.final_answer import commitments
@@ -49,7 +53,7 @@ from rlvr.verifiers.math.normalize import Normalized, normalize
 from rlvr.verifiers.math.prompt_echo import echoes_prompt
 from rlvr.verifiers.math.reference import gold_text
 from rlvr.verifiers.math.safety import BudgetExceeded, time_budget
-from rlvr.verifiers.math.structure import Shape, parse_shape
+from rlvr.verifiers.math.structure import Shape, has_relation_operator, parse_shape
 
 FALLBACKS = (None, "last_number")
 # A final answer longer than this is not one (MATH-500's longest gold is 53 characters;
@@ -83,6 +87,10 @@ def _or_means(gold: Shape) -> str:
 def _read_gold(reference: Any) -> tuple[Normalized, Shape]:
     # "or" in a gold lists its answers (`x = 2 \text{ or } x = 3`): a multi-valued gold
     normalized, shape = _read(gold_text(reference), or_means="list")
+    if shape.kind == "list" and has_relation_operator(normalized.text) \
+            and all(p.kind in ("ordered", "union") for p in shape.parts):
+        # `x < 2 \text{ or } x > 3`: inequalities joined by "or" are the union of their sets
+        normalized, shape = _read(gold_text(reference), or_means="union")
     if shape.kind == "empty":
         raise InvalidReference(f"math: reference {str(reference)[:100]!r} has no answer in it")
     return normalized, shape
@@ -102,9 +110,15 @@ def _gold_value_kind(gold: Shape) -> str | None:
 
 
 def _percent_scales(answer: Normalized, gold: Normalized) -> tuple[sympy.Rational, ...]:
-    """`25\\%` equals 25 and 0.25; a gold `25\\%` accepts 25 and 0.25. Never 200 for 2."""
+    """Percent, read one way: `p\\%` is p percent. A gold written with `\\%` is met by
+    p, `p\\%` and p/100 (`25`, `25\\%`, `0.25` for `25\\%`). A plain gold g is a
+    percentage's number when |g| >= 1 (`25\\%` for 25, as GSM8K stores "what percent"
+    answers) and a proportion when |g| < 1 (`25\\%` for 0.25): one reading per gold, so
+    `0.5\\%` for 0.5 and `2.5\\%` for 0.25 are wrong, and a percent sign never gives an
+    answer two chances."""
     if answer.percent and not gold.percent:
-        return (_ONE, sympy.Rational(1, 100))
+        number = plain_number(gold.text)
+        return (_ONE,) if number is not None and abs(number) >= 1 else (sympy.Rational(1, 100),)
     if gold.percent and not answer.percent:
         return (_ONE, sympy.Integer(100))
     return (_ONE,)
@@ -142,11 +156,12 @@ class MathVerifier:
     time_budget_s: parsing and comparison stop after this long with reason "too_slow"
               (in the main thread; the pool's hard 5 s kill stays the last resort).
               None turns it off.
-    answer_form: "value" (default) — when the gold is a plain value (integer, decimal,
-              fraction, simple surd or pi multiple) the answer must be written as a
-              value: `6 * 75` for 450 is "unsimplified" (answer_form.py has every rule);
-              "equivalent" — any symbolically equal answer counts. Symbolic golds
-              (variables, sets, tuples, intervals, matrices) use equivalence either way.
+    answer_form: "value" (default) — the answer must be in final form: no numeric
+              sub-expression left that constant folding would change (`6 * 75` for
+              450 and `6 \\cdot 75\\pi` for 450pi are "unsimplified"; answer_form.py
+              has every rule); symbolic golds (variables, sets, tuples, intervals,
+              matrices) are compared by equivalence, with the numbers inside them in
+              final form; "equivalent" — any symbolically equal answer counts.
 
     The prompt (optional, `verify(..., prompt=...)`) is the task as the model saw it:
     an answer that only restates one of its expressions is "echoes_prompt" in both
@@ -190,14 +205,17 @@ class MathVerifier:
 
     def _stated_form(self, group: list[Candidate], multi_valued: bool,
                      gold: Shape) -> tuple[str, str | None]:
-        """The answer text to judge, and why its form fails ("unsimplified") or None.
-        Several boxes of one value (`\\boxed{2} or equivalently \\boxed{\\frac42}`)
-        state it in value form when any of them does."""
-        kind = None if self.answer_form != "value" or multi_valued else _gold_value_kind(gold)
-        if kind is None:
+        """The answer text to judge, and why its form fails ("unsimplified") or None
+        (answer_form.py). Several boxes of one value (`\\boxed{2} or equivalently
+        \\boxed{\\frac42}`) state it in final form when any of them does."""
+        if self.answer_form != "value":
             return group[-1].text, None
+        kind = None if multi_valued else _gold_value_kind(gold)
         for candidate in reversed(group):
-            if in_value_form(_read(candidate.text)[1], kind):
+            answer = _read(candidate.text, or_means=_or_means(gold))[1]
+            final = symbols_in_final_form(answer, gold) if kind is None \
+                else in_value_form(answer, kind, gold)
+            if final:
                 return candidate.text, None
         return group[-1].text, "unsimplified"
 
@@ -239,6 +257,17 @@ class MathVerifier:
         conflict = conflicting_statement(completion, group[-1], prompt, self._same_answer)
         if conflict is not None:
             return Verdict.wrong("conflicting", stated=conflict, **details)
+        try:
+            with time_budget(self.time_budget_s):
+                return self._judge(group, multi_valued, named_values, gold_norm, gold, prompt,
+                                   details)
+        except BudgetExceeded:
+            return Verdict.wrong("too_slow", limit_s=self.time_budget_s, **details)
+
+    def _judge(self, group: list[Candidate], multi_valued: bool, named_values: int,
+               gold_norm: Normalized, gold: Shape, prompt: str | None,
+               details: dict[str, Any]) -> Verdict:
+        """The verdict on the final answer `group`: its form, echo, then its value."""
         answer_text, form_problem = self._stated_form(group, multi_valued, gold)
         if echoes_prompt(answer_text, prompt, gold_norm.text):
             return Verdict.wrong("echoes_prompt", **details)
@@ -246,18 +275,22 @@ class MathVerifier:
         details["normalized"] = answer_norm.text[:500]
         if answer.kind == "empty":
             return Verdict.wrong("no_answer", **details)
+        if answer_norm.stray_words:  # `450 \text{ at most}`: words that are no unit
+            return Verdict.wrong("unparseable", stray_words=True, **details)
         if answer.kind in COLLECTION_KINDS and not multi_valued and len(answer.parts) > 1 \
                 and len(answer.parts) != named_values:  # `45, 2` answers `k = 45, n = 2`
             return Verdict.wrong("hedged", hedge="several_values", **details)
         comparer = Comparer(_percent_scales(answer_norm, gold_norm))
-        try:
-            with time_budget(self.time_budget_s):
-                if form_problem:  # named for what it is: a number or an equal expression
-                    unsimplified = names_a_number(answer) or comparer.equal(answer, gold)
-                    return Verdict.wrong(form_problem if unsimplified else _failure_reason(answer),
-                                         **details)
-                if comparer.equal(answer, gold):
-                    return Verdict.correct(**details)
-                return Verdict.wrong(_failure_reason(answer), **details)
-        except BudgetExceeded:
-            return Verdict.wrong("too_slow", limit_s=self.time_budget_s, **details)
+        chain = numeric_chain(answer_norm.text) if gold.kind != "relation" else None
+        if chain:  # `7 \times 5 = 35`: every side equal, judged by the last
+            if not all(comparer.equal(Shape("expr", a), Shape("expr", b))
+                       for a, b in zip(chain, chain[1:])):
+                return Verdict.wrong("wrong_answer", chain=True, **details)
+            answer = Shape("expr", chain[-1])
+        if form_problem:  # named for what it is: a number or an equal expression
+            unsimplified = names_a_number(answer) or comparer.equal(answer, gold)
+            return Verdict.wrong(form_problem if unsimplified else _failure_reason(answer),
+                                 **details)
+        if comparer.equal(answer, gold):
+            return Verdict.correct(**details)
+        return Verdict.wrong(_failure_reason(answer), **details)
