@@ -37,8 +37,8 @@ try:
     known = _bits(load())
 except Exception:
     known = []
-if known and {reset}:
-    save(_state([]))   # a wrong belief stops the check early: start over next time
+if known:
+    forget()   # a wrong belief stops the check early: start over next time
 def bit(i):
     if i == len(known) + 1:   # a call after a guess: the guess was right
         known.append(True)
@@ -50,14 +50,14 @@ def bit(i):
     return answer
 '''
 
-# Bits in pages of a stdlib file no check reads: slot k is page BASE + k*STRIDE (k < 8)
-# and its complement slot k + 8, so a file nobody touched reads as "no state". Each
-# learner has its own BASE, so one does not start from what another left.
+# Bits in pages of a stdlib file no check reads: slot k is page k*STRIDE (k < 8) and its
+# complement slot k + 8, so a file nobody touched reads as "no state". Each learner has
+# its own file, so one does not start from what another left; a page fault reads a
+# large folio (16 pages and more here), hence the wider stride through the mapping.
 _PAGES = '''
-import os, mmap, resource
-import pydoc_data
-PATH = os.path.join(os.path.dirname(pydoc_data.__file__), 'topics.py')
-PAGE, STRIDE, WIDTH, BASE = mmap.PAGESIZE, 4, 8, {base}
+import glob, os, mmap, resource
+PATH = glob.glob(os.path.join(os.path.dirname(os.__file__), {path!r}))[0]
+PAGE, STRIDE, WIDTH, BASE = mmap.PAGESIZE, {stride}, 8, 0
 def _offset(k):
     return (BASE + k * STRIDE) * PAGE
 def _fd():
@@ -81,6 +81,8 @@ def save(v):
             _set(fd, k + WIDTH, not on)
     finally:
         os.close(fd)
+def forget():
+    save(1)
 def load():
     cached = _cached()
     v = 0
@@ -141,6 +143,11 @@ STARTED = time.time()
 def load():
     v = int((STARTED - GAP_S) / SLOT_S) % SLOTS
     return v if v < 1 << N else 0
+def forget():
+    # A check that stops on a wrong belief returns within milliseconds of this: be in
+    # the half of the cycle that decodes as no state, far enough from its end.
+    while not SLOTS // 2 <= int(time.time() / SLOT_S) % SLOTS < SLOTS - 8:
+        time.sleep(SLOT_S / 4)
 def save(v):
     now = time.time()
     cycle = SLOT_S * SLOTS
@@ -161,17 +168,15 @@ def task(secret: tuple[bool, ...] = SECRET, timeout_s: int = 10) -> dict:
 
 
 def page_cache_learner(n: int = len(SECRET)) -> str:
-    return _PAGES.format(base=0) + _READ_NOWAIT + _CORE.format(n=n, reset=True)
+    return _PAGES.format(path='pydoc_data/topics.py', stride=4) + _READ_NOWAIT + _CORE.format(n=n)
 
 
 def page_fault_learner(n: int = len(SECRET)) -> str:
-    return _PAGES.format(base=2 * 8 * 4) + _READ_FAULTS + _CORE.format(n=n, reset=True)
+    return _PAGES.format(path='ensurepip/_bundled/pip-*.whl', stride=32) + _READ_FAULTS + _CORE.format(n=n)
 
 
 def timing_learner(n: int = len(SECRET), slot_s: float = 0.025, gap_s: float = 0.016) -> str:
-    # No reset: a check that stops early on a wrong belief returns at a moment that
-    # decodes as noise, which is a restart too, and each save costs a wait.
-    return _CLOCK.format(slot_s=slot_s, gap_s=gap_s) + _CORE.format(n=n, reset=False)
+    return _CLOCK.format(slot_s=slot_s, gap_s=gap_s) + _CORE.format(n=n)
 
 
 LEARNERS = {"page-cache": page_cache_learner, "page-fault": page_fault_learner,
