@@ -201,6 +201,11 @@ def _layer(home: str, kind: str, files: list[tuple[str, str]]) -> Layer:
 
 
 def _build(path: str, files: list[tuple[str, str]]) -> None:
+    needed = sum(os.stat(source).st_size for _, source in files if os.path.isfile(source))
+    space = os.statvfs(os.path.dirname(path))
+    if space.f_bavail * space.f_frsize < needed * 1.1 + (64 << 20):
+        raise ViewError(f"{os.path.dirname(path)} has {space.f_bavail * space.f_frsize >> 20} MB "
+                        f"free, the copy needs {needed >> 20} MB")
     staging = f"{path}.build-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     try:
