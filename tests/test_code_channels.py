@@ -208,3 +208,21 @@ def test_the_copies_are_shared_read_only_and_owned_by_this_user(verifier):
                            capture_output=True, text=True, timeout=120,
                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert again.stdout.strip() == view.base.root, again.stderr[-2000:]
+
+
+def test_a_build_removes_only_the_copies_no_process_holds(tmp_path):
+    import fcntl
+    for name in ("base-unused", "pkg-held", "base-kept.build-1"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "file").write_text("x")
+    held = os.open(tmp_path / "pkg-held.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(held, fcntl.LOCK_SH)  # as a live verifier process holds its copies
+    kept = os.open(tmp_path / "base-kept.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(kept, fcntl.LOCK_SH)  # a build in progress holds its layer's lock
+    try:
+        fileview._sweep(str(tmp_path), keep=str(tmp_path / "base-new"))
+    finally:
+        os.close(held)
+        os.close(kept)
+    left = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert left == ["base-kept.build-1", "pkg-held"]
