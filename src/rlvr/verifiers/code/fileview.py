@@ -38,11 +38,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 SHM = "/dev/shm"
-_SKIP_DIRS = {"site-packages", "dist-packages", "test", "__phello__"}
+_SKIP_DIRS = {"site-packages", "dist-packages", "test"}  # "test": the CPython test suite
 _CONFIG_DIR = re.compile(r"^config-\d")
 _LDD_PATH = re.compile(r"(?:=>\s*)?(/\S+)\s+\(0x")
 ZONEINFO = "/usr/share/zoneinfo"
-TMPFS_MAGIC_NAME = "tmpfs"
+_TMPFS = "tmpfs"
 
 
 class ViewError(OSError):
@@ -167,7 +167,7 @@ def _key(kind: str, files: list[tuple[str, str]]) -> str:
 
 def _home() -> str:
     """This uid's directory on /dev/shm: ours and writable by no one else."""
-    if _fstype(SHM) != TMPFS_MAGIC_NAME:
+    if _fstype(SHM) != _TMPFS:
         raise ViewError(f"{SHM} is not a tmpfs here")
     home = os.path.join(SHM, f"rlvr-sandbox-{os.getuid()}")
     try:
