@@ -33,14 +33,17 @@ from rlvr.verifiers.code.sandbox import JUDGE_UID, Limits
 from rlvr.verifiers.code.sandboxed import protocol
 
 _GRACE_S = 2.0  # on top of the check's own limit, for start-up and teardown
-# The next check starts after a random pause, uniform in [0, JITTER x the last check's
-# duration], drawn here where no check can see it. A check reads the wall clock when it
-# starts, and without the pause that moment tells it, to a few milliseconds, when the
-# previous one ended: a moment the previous check chose, so a program could pass what it
-# learnt on in it. With the pause, a check that wants its end to be read to within a
-# slot of s seconds must end within s / JITTER seconds of its own start, which leaves
-# it about log2(1 + 1 / JITTER) bits, not the 7 a check could pass before. It costs
-# JITTER / 2 of a check's duration on average, nothing for checks that run in parallel.
+# The next check starts after a random pause, uniform in [0, JITTER x (the last check's
+# duration - the shortest this sandbox has run)], drawn here where no check can see it.
+# A check reads the wall clock when it starts, and without the pause that moment tells
+# it, to a few milliseconds, when the previous one ended: a moment the previous check
+# chose, so a program could pass what it learnt on in it. With the pause, a check that
+# wants its end to be read to within s seconds must end within s / JITTER seconds of
+# the earliest it can end, which leaves it about log2(1 + 1 / JITTER) bits, not the 7 a
+# check could pass before. (The earliest is the shortest check so far, and the first
+# check of a sandbox counts from 0: a program that makes every check slow gains no
+# room by it.) Checks that take as long as the fastest pay nothing; the rest pay
+# JITTER / 2 of the time they took beyond it, on average.
 JITTER = 1.0
 _RANDOM = random.SystemRandom()
 
@@ -206,6 +209,7 @@ class Zygote(_WarmSandbox):
         self.memory = MemoryCap(None, "none", "not started")
         self._started: float | None = None   # when the running check started
         self._not_before = 0.0                # when the next one may (see JITTER)
+        self._shortest: float | None = None   # the shortest check's duration so far
 
     def ensure(self) -> socket.socket:
         fresh = self.process is None or self.process.poll() is not None
@@ -275,7 +279,10 @@ class Zygote(_WarmSandbox):
         """Draw when the next check may start (JITTER): once the last one is gone."""
         if self._started is not None and self.mode != sandbox.UNSAFE:
             now = time.monotonic()
-            self._not_before = now + _RANDOM.uniform(0.0, JITTER * (now - self._started))
+            took = now - self._started
+            floor = 0.0 if self._shortest is None else min(self._shortest, took)
+            self._shortest = took if self._shortest is None else min(self._shortest, took)
+            self._not_before = now + _RANDOM.uniform(0.0, JITTER * (took - floor))
             self._started = None
 
 
