@@ -71,7 +71,7 @@ def _set(fd, k, on):
     if on:
         os.pread(fd, 1, _offset(k))
     else:
-        os.posix_fadvise(fd, _offset(k), PAGE, os.POSIX_FADV_DONTNEED)
+        os.posix_fadvise(fd, _offset(k), STRIDE * PAGE, os.POSIX_FADV_DONTNEED)
 def save(v):
     fd = _fd()
     try:
@@ -88,9 +88,18 @@ def load():
     v = 0
     for k in range(WIDTH):
         if cached[k] == cached[k + WIDTH]:
+            _wipe()
             return 0
         v |= cached[k] << k
     return v
+def _wipe():
+    # No state, or one the host's own reads garbled (a large folio read sequentially
+    # covers several slots): drop the whole file, so the next slots are pages again.
+    fd = os.open(PATH, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
 '''
 
 _READ_NOWAIT = '''
