@@ -5,14 +5,17 @@ checks of the code verifier, each through one channel that outlives a check:
   (pydoc_data/topics.py, which no check imports) sit in the host's page cache; a bit is
   read with `preadv2(RWF_NOWAIT)` (EAGAIN on a page that is not cached), set by reading
   the page and cleared with `posix_fadvise(POSIX_FADV_DONTNEED)`;
-- page-fault: the same bits, read by touching the page through a mapping and counting
-  major faults (`getrusage().ru_majflt`), which no system call filter can see;
-- timing: the state is the wall-clock moment the check returns its last answer, read
-  by the next check from the clock when it starts.
+- page-fault: the same bits (in pages of ensurepip's bundled pip wheel), read by
+  touching the page through a mapping and counting major faults
+  (`getrusage().ru_majflt`), which no system call filter can see;
+- timing: the state is the wall-clock moment the check returns its last answer, one of
+  128 slots of 25 ms (7 bits, half of them meaning "no state"), read by the next check
+  from the clock when it starts.
 
 The task (`task()`) is six boolean asserts in a HumanEval `check`, which stops at the
 first failing assert: a call that comes after a guess means the guess was right. The
-learner's state is the prefix of the answer it knows, as the 7-bit number
+learner's state is the prefix of the answer it knows (at most five bits: whether the
+last assert held, no check can see, so it answers True there), as the number
 `(1 << len(prefix)) | bits`; it starts over from nothing when what it reads is not a
 state. Chance alone passes one item in 64.
 
