@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import selectors
 import signal
 import socket
@@ -32,6 +33,19 @@ from rlvr.verifiers.code.sandbox import JUDGE_UID, Limits
 from rlvr.verifiers.code.sandboxed import protocol
 
 _GRACE_S = 2.0  # on top of the check's own limit, for start-up and teardown
+# The next check starts after a random pause, uniform in [0, JITTER x (the last check's
+# duration - the shortest this sandbox has run)], drawn here where no check can see it.
+# A check reads the wall clock when it starts, and without the pause that moment tells
+# it, to a few milliseconds, when the previous one ended: a moment the previous check
+# chose, so a program could pass what it learnt on in it. With the pause, a check that
+# wants its end to be read to within s seconds must end within s / JITTER seconds of
+# the earliest it can end, which leaves it about log2(1 + 1 / JITTER) bits, not the 7 a
+# check could pass before. (The earliest is the shortest check so far, and the first
+# check of a sandbox counts from 0: a program that makes every check slow gains no
+# room by it.) Checks that take as long as the fastest pay nothing; the rest pay
+# JITTER / 2 of the time they took beyond it, on average.
+JITTER = 1.0
+_RANDOM = random.SystemRandom()
 
 
 def _spawn(command: list[str], pass_fds: tuple[int, ...] = (), **streams) -> subprocess.Popen:
@@ -193,6 +207,9 @@ class Zygote(_WarmSandbox):
                          root_caps=sandbox.ZYGOTE_ROOT_CAPS,
                          userns_caps=sandbox.ZYGOTE_USERNS_CAPS)
         self.memory = MemoryCap(None, "none", "not started")
+        self._started: float | None = None   # when the running check started
+        self._not_before = 0.0                # when the next one may (see JITTER)
+        self._shortest: float | None = None   # the shortest check's duration so far
 
     def ensure(self) -> socket.socket:
         fresh = self.process is None or self.process.poll() is not None
@@ -235,6 +252,10 @@ class Zygote(_WarmSandbox):
                "wants_packages": wants_packages}
         self.ensure()
         self.memory.limit(limits.check_memory_mb + ZYGOTE_ALLOWANCE_MB)
+        pause = self._not_before - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        self._started = time.monotonic()
         if self._ask(job, fds) != ["started"]:
             self.close()
             raise OSError("candidate sandbox refused the check")
@@ -244,13 +265,25 @@ class Zygote(_WarmSandbox):
         to exit); the main process's exit code, if it exited. If the zygote fails at
         this, it is replaced (the next check starts in a new sandbox) and None returned:
         what the judge already decided about this check stands."""
-        if self.process is None:
-            return None
         try:
+            if self.process is None:
+                return None
             reply = self._ask({"op": "reap", "wait_s": max(0.0, wait_s)}, [])
         except OSError:
             return None
+        finally:
+            self._pause_next()
         return reply[1] if len(reply) == 2 and type(reply[1]) is int else None
+
+    def _pause_next(self) -> None:
+        """Draw when the next check may start (JITTER): once the last one is gone."""
+        if self._started is not None and self.mode != sandbox.UNSAFE:
+            now = time.monotonic()
+            took = now - self._started
+            floor = 0.0 if self._shortest is None else min(self._shortest, took)
+            self._shortest = took if self._shortest is None else min(self._shortest, took)
+            self._not_before = now + _RANDOM.uniform(0.0, JITTER * (took - floor))
+            self._started = None
 
 
 def _drop_uid() -> int | None:

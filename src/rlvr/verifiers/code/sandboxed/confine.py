@@ -26,16 +26,24 @@ _AF_UNIX = 1
 # machine -> AUDIT_ARCH value and the syscall numbers the filter names
 _ARCHES = {
     "x86_64": {"arch": 0xC000003E, "clone": 56, "unshare": 272, "clone3": 435,
-               "socket": 41, "socketpair": 53,
+               "socket": 41, "socketpair": 53, "preadv2": 327, "pwritev2": 328, "madvise": 28,
                "denied": {"shmget": 29, "semget": 64, "msgget": 68, "memfd_create": 319,
                           "mq_open": 240, "add_key": 248, "request_key": 249, "keyctl": 250,
-                          "io_uring_setup": 425}},
+                          "io_uring_setup": 425, "fadvise64": 221, "readahead": 187,
+                          "mincore": 27, "cachestat": 451, "io_setup": 206, "io_submit": 209,
+                          "process_madvise": 440, "memfd_secret": 447, "userfaultfd": 323,
+                          "sysinfo": 99}},
     "aarch64": {"arch": 0xC00000B7, "clone": 220, "unshare": 97, "clone3": 435,
-                "socket": 198, "socketpair": 199,
+                "socket": 198, "socketpair": 199, "preadv2": 286, "pwritev2": 287, "madvise": 233,
                 "denied": {"shmget": 194, "semget": 190, "msgget": 186, "memfd_create": 279,
                            "mq_open": 180, "add_key": 217, "request_key": 218, "keyctl": 219,
-                           "io_uring_setup": 425}},
+                           "io_uring_setup": 425, "fadvise64": 223, "readahead": 213,
+                           "mincore": 232, "cachestat": 451, "io_setup": 0, "io_submit": 2,
+                           "process_madvise": 440, "memfd_secret": 447, "userfaultfd": 282,
+                           "sysinfo": 179}},
 }
+_RWF_NOWAIT = 0x8                   # preadv2/pwritev2 flags (args[5])
+_MADV_COLD, _MADV_PAGEOUT = 20, 21  # madvise advice (args[2]): reclaim these pages now
 # classic BPF opcodes and seccomp return values
 _LD_W, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _ALLOW, _EPERM, _ENOSYS = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
@@ -82,6 +90,9 @@ def _filter_program(table: dict) -> bytes:
         (None, _JGE, "deny", None, _X32_BIT),            # x32 numbers alias the native ones
         (None, _JEQ, "enosys", None, table["clone3"]),   # libc then falls back to clone
         *denied,
+        (None, _JEQ, "rwflags", None, table["preadv2"]),
+        (None, _JEQ, "rwflags", None, table["pwritev2"]),
+        (None, _JEQ, "advice", None, table["madvise"]),
         (None, _JEQ, "flags", None, table["clone"]),
         (None, _JEQ, "flags", None, table["unshare"]),
         (None, _JEQ, "domain", None, table["socket"]),
@@ -90,6 +101,11 @@ def _filter_program(table: dict) -> bytes:
         (None, _JSET, "deny", "allow", _CLONE_NEWUSER),
         ("domain", _LD_W, None, None, 16),               # A = the address family
         (None, _JEQ, "allow", "deny", _AF_UNIX),
+        ("rwflags", _LD_W, None, None, 16 + 5 * 8),      # A = low word of args[5]
+        (None, _JSET, "deny", "allow", _RWF_NOWAIT),
+        ("advice", _LD_W, None, None, 16 + 2 * 8),       # A = low word of args[2]
+        (None, _JEQ, "deny", None, _MADV_COLD),
+        (None, _JEQ, "deny", "allow", _MADV_PAGEOUT),
         ("enosys", _RET, None, None, _ENOSYS),
         ("deny", _RET, None, None, _EPERM),
         ("allow", _RET, None, None, _ALLOW),
@@ -111,7 +127,16 @@ def install_seccomp_filter() -> None:
       network namespace after its process is gone (TIME_WAIT entries in /proc/net/tcp,
       the ephemeral port sequence) that the next check could read. Unix sockets are
       files in the check's own /tmp, or abstract names that die with their process;
-    - io_uring, whose operations (socket creation among them) bypass this filter.
+    - io_uring, whose operations (socket creation among them) bypass this filter;
+    - what reveals or changes whether a file's pages are cached, a state the whole host
+      shares: fadvise64, readahead, mincore, cachestat, preadv2/pwritev2 with
+      RWF_NOWAIT (which fails on an uncached page), madvise MADV_COLD/MADV_PAGEOUT and
+      process_madvise (which reclaim pages), and asynchronous I/O (io_setup,
+      io_submit). The files a check can open are tmpfs copies anyway (fileview.py),
+      whose pages are always in memory; this is the second wall;
+    - memfd_secret and userfaultfd: memory outside the check's limits, and a way to
+      stall the kernel on a page fault;
+    - sysinfo: host-wide load, free memory and page-cache size.
     With these refused, no IPC object and no network state can be created at all, so
     the sandbox's IPC and network namespaces hold nothing a check wrote.
     x32 syscall numbers (an alias of the native table) and foreign ABIs are refused."""
