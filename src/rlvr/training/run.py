@@ -33,6 +33,7 @@ from rlvr.distributed.fsdp import save_optimizer, shard
 from rlvr.rollout.factory import build_engine
 from rlvr.runs import Progress, ReadOnlyRunDir, RunDir
 from rlvr.runs.trackers import TrackerSet
+from rlvr.runs.verifier import run_verifier
 from rlvr.training.batch import choose_update_path
 from rlvr.training.checkpoint import (OPTIMIZER_DCP, checkpoint_step, latest_checkpoint,
                                       load_trainer_state, save_checkpoint, staging_dir)
@@ -304,7 +305,7 @@ def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutL
         raise ResumeError(f"{run.path}: the run already spent its max_seconds="
                           f"{cfg.max_seconds:g} training seconds; give a larger max_seconds")
     schedule = EvalSchedule(cfg.eval.every, cfg.eval.every_s, clock.seconds())
-    audit = LiveAudit(cfg.audit_every, cfg.reward.verifier or cfg.data.default_verifier)
+    audit = LiveAudit(cfg.audit_every, run_verifier(cfg))
     last: dict[str, Any] = {}
     step = first - 1
     clock.start()
