@@ -20,14 +20,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rlvr.cli.common import command_parser
+from rlvr.cli.exit_codes import BAD_INPUT, OK
 from rlvr.runs.jsonl import read_jsonl
 
-EXIT_BAD_INPUT = 2
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, name, help_text, __doc__)
     p.add_argument("model", metavar="MODEL_OR_RUN", nargs="?", help="model dir, .gguf, LoRA "
                    "adapter dir or run dir (not with --samples)")
     p.add_argument("--dataset", "-d", required=True, help="benchmark name or task file path")
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         source = resolve(args.model, args.base_model)
     except (ValueError, DatasetError, ModelSourceError) as exc:
         print(f"rlvr eval: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     if args.n and any(k > args.n for k in ks):
         print(f"rlvr eval: k > n={args.n} skipped: {[k for k in ks if k > args.n]}",
               file=sys.stderr)
@@ -179,7 +179,7 @@ def _grade(args: argparse.Namespace, settings: Any, records: list,
         args.dataset), info=info)
     print(format_table(result))
     print(f"results: {write_results(result, _default_output(args, Path(args.samples), None))}")
-    return 0
+    return OK
 
 
 def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: list,
@@ -206,7 +206,7 @@ def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: lis
                                 prompt.instruction).render
     except ValueError as exc:
         print(f"rlvr eval: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     if args.stop is None and prompt.style == "plain":
         settings = replace(settings, stop=plain_stops(args.dataset))
     info = {"dataset": args.dataset, "model": source.describe(), "limit": args.limit,
@@ -222,7 +222,7 @@ def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: lis
             getattr(engine, "close", lambda: None)()
     print(format_table(result))
     print(f"results: {write_results(result, output)}")
-    return 0
+    return OK
 
 
 def _engine(args: argparse.Namespace, model: Any, tokenizer: Any) -> Any:

@@ -30,6 +30,7 @@ from rlvr.config import config_to_dict, load_config, save_config
 
 from rlvr.distributed.context import Dist, check_same, init_from_env, peer_failures
 from rlvr.distributed.fsdp import save_optimizer, shard
+from rlvr.errors import UserError
 from rlvr.rollout.factory import build_engine
 from rlvr.runs import Progress, ReadOnlyRunDir, RunDir
 from rlvr.runs.trackers import TrackerSet
@@ -54,7 +55,7 @@ from rlvr.training.tracking import check_trackers, finish_status, start_trackers
 from rlvr.verifiers.pool import BatchVerifier
 
 
-class ResumeError(RuntimeError):
+class ResumeError(UserError, RuntimeError):
     """The run directory cannot be resumed (no checkpoint, or the run already ended)."""
 
 

@@ -15,10 +15,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rlvr.errors import UserError
+
 STATIC = ("app.js", "style.css")
 
 
-class ViewDependencyError(RuntimeError):
+class ViewDependencyError(UserError, RuntimeError):
     """A package the page needs is not installed; the message says how to get it."""
 
 
