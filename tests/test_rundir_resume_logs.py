@@ -80,3 +80,23 @@ def test_a_large_log_is_truncated_with_bounded_memory(tmp_path):
             count, last = count + 1, json.loads(line)
     assert count == 20 * per_step and last == {"step": 20, "i": per_step - 1,
                                                "completion": filler}
+
+
+def test_rlvr_train_resume_stops_at_a_corrupt_middle_line(tmp_path, capsys):
+    """End to end: `rlvr train --resume` exits 2 naming the damaged line, and the run's
+    rollouts.jsonl is byte for byte what it was (nothing dropped)."""
+    from rlvr.cli.main import main
+    from rlvr.training.run import train
+    from train_helpers import tiny_config
+
+    run_dir = tmp_path / "run"
+    train(tiny_config("steps=2", "checkpoint_every=1"), run_dir)
+    rollouts = run_dir / "rollouts.jsonl"
+    lines = rollouts.read_bytes().split(b"\n")
+    lines[1] = lines[1][: len(lines[1]) // 2]  # damage line 2 of several
+    rollouts.write_bytes(b"\n".join(lines))
+    before = rollouts.read_bytes()
+    assert main(["train", "--resume", str(run_dir), "steps=3", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{rollouts}:2: malformed JSON" in err and "repair or delete line 2" in err
+    assert rollouts.read_bytes() == before
