@@ -82,9 +82,10 @@ def test_a_large_log_is_truncated_with_bounded_memory(tmp_path):
                                                "completion": filler}
 
 
-def test_rlvr_train_resume_stops_at_a_corrupt_middle_line(tmp_path, capsys):
-    """End to end: `rlvr train --resume` exits 2 naming the damaged line, and the run's
-    rollouts.jsonl is byte for byte what it was (nothing dropped)."""
+def test_rlvr_train_resume_stops_at_a_corrupt_middle_line(tmp_path, capsys, monkeypatch):
+    """End to end: `rlvr train --resume` exits 2 naming the damaged line before it loads
+    the model, and the run's rollouts.jsonl is byte for byte what it was."""
+    import rlvr.training.run as run_module
     from rlvr.cli.main import main
     from rlvr.training.run import train
     from train_helpers import tiny_config
@@ -96,6 +97,11 @@ def test_rlvr_train_resume_stops_at_a_corrupt_middle_line(tmp_path, capsys):
     lines[1] = lines[1][: len(lines[1]) // 2]  # damage line 2 of several
     rollouts.write_bytes(b"\n".join(lines))
     before = rollouts.read_bytes()
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model loaded before the logs were checked")
+
+    monkeypatch.setattr(run_module, "load_policy", no_model)
     assert main(["train", "--resume", str(run_dir), "steps=3", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert f"{rollouts}:2: malformed JSON" in err and "repair or delete line 2" in err

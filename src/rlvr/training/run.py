@@ -82,6 +82,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     if resume and run.config.is_file():  # the CLI checked the overrides; this, the values
         check_resumable(load_config(TrainConfig, run.config), cfg)
     checkpoint = _resume_point(cfg, run) if resume else None
+    if checkpoint is not None:  # before the model loads: a damaged log line stops us here
+        run.truncate_logs_after(checkpoint_step(checkpoint))
     if dist.is_main:
         save_config(cfg, run.config)  # a resumed run's too: its `steps` may have grown
     # Started before the model: a tracker that cannot start fails the run here.
@@ -126,7 +128,6 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
                 state = load_trainer_state(checkpoint, trainer.optimizer, trainer.scheduler,
                                            trainer.model)
                 trainer.order.load_state_dict(state["data"])
-                run.truncate_logs_after(state["step"])
                 progress.message(f"resuming {run.path} from step {state['step']}")
             # After the step-0 checkpoint (which then holds no all-zero moments) and a resume
             # (whose state is loaded): the moments now, below every step's temporaries.
