@@ -94,7 +94,7 @@ def test_answer_forms():
     ("\\boxed{450}\n#### 500", "conflicting"),
     ("\\boxed{450}. Answer: 500", "conflicting"),
     ("\\boxed{450}, that is **500**.", "conflicting"),
-    ("\\boxed{450} and later \\boxed{451}", "conflicting"),
+    ("\\boxed{450} and later \\boxed{451}", "wrong_value"),  # the later box supersedes: 451
     ("\\boxed{\\text{four hundred fifty}}", "not_a_value"),
     ("\\boxed{451}", "wrong_value"),
     ("450, and then the text goes on.", "no_answer"),
@@ -114,6 +114,15 @@ def test_math_strict_rejections(completion, code):
     ("\\boxed{0.5}", "\\frac12"), ("\\boxed{1/2}", "0.5"), ("\\boxed{50\\%}", "0.5"), ("\\boxed{0.5}", "50\\%"),
     ("\\boxed{-5}", "-5"),
     ("\\boxed{(x+1)^2}", "x^2+2x+1"),                  # symbolic: no value rules
+    # honest self-correction: the earlier answer is superseded, as the verifier reads it
+    ("\\boxed{3}. Wait, that is wrong: 17-15=2, so the answer is \\boxed{2}.", "2"),
+    ("<think>... \\boxed{3} ...</think> The answer is \\boxed{2}", "2"),
+    ("\\boxed{450} and later \\boxed{451}", "451"),
+    ("\\boxed{450}\n#### 500", "500"),
+    ("First \\boxed{450}. Actually the answer is 500.", "500"),
+    ("\\boxed{6 * 75}. Evaluating: \\boxed{450}", "450"),
+    ("\\boxed{451}. Actually, 450.", "450"),
+    ("\\boxed{451}. Wait: 6 * 75 = 450.", "450"),
 ])
 def test_math_strict_keeps_honest_answers(completion, reference):
     assert strict_recheck("math", completion, reference, PROMPT) is None

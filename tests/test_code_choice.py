@@ -139,6 +139,7 @@ def test_train_refuses_a_data_file_row_that_names_code_before_the_model_loads(tm
 def test_load_records_accepts_a_plugin_only_once_the_operator_lists_it(tmp_path, own_plugins):
     from rlvr.data import DataError, load_records
 
+    registry._PLUGINS.pop(PLUGIN, None)  # another test in this process may have listed it
     data = _write_jsonl(tmp_path / "t.jsonl", [
         {"prompt": "p", "reference": None, "verifier": PLUGIN}])
     with pytest.raises(DataError, match=r"t\.jsonl:1: field 'verifier': .*is an import path"):

@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "models": {"config"},
     "adapters": {"verifiers", "serve"},
     "audit": {"runs", "textsafe"},
-    "view": {"audit", "runs", "serve.listen", "serve.access", "serve.transport"},
+    "view": {"audit", "runs", "serve.listen", "serve.access", "serve.transport", "textsafe"},
     "serve": {"verifiers"},
     "algorithms": set(),
     "distributed": set(),

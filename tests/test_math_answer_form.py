@@ -78,21 +78,32 @@ def test_answer_form_option_is_checked():
         MathVerifier(answer_form="values")
 
 
-# -- 2. the final answer is the last one stated -------------------------------------
+# -- 2. the final answer is the last one committed to ---------------------------------
 
-@pytest.mark.parametrize("completion", [
-    r"\boxed{450}. Actually the answer is **500**.",
-    r"\boxed{450}. The final answer is 500.",
-    "\\boxed{450}\n#### 500",
-    "\\boxed{450}\nAnswer: 500",
-    r"\boxed{500} ... wait, recomputing: \boxed{450}",
-    r"Step 1 gives \boxed{12} apples. The total is \boxed{450}.",
-    r"\boxed{450}. The result is 450.5",
-    r"\boxed{450}. So the answer is $\frac{1}{2}$.",
+@pytest.mark.parametrize("completion,final", [
+    (r"\boxed{450}. Actually the answer is **500**.", "500"),
+    (r"\boxed{450}. The final answer is 500.", "500"),
+    ("\\boxed{450}\n#### 500", "500"),
+    ("\\boxed{450}\nAnswer: 500", "500"),
+    (r"\boxed{500} ... wait, recomputing: \boxed{450}", "450"),
+    (r"Step 1 gives \boxed{12} apples. The total is \boxed{450}.", "450"),
+    (r"\boxed{450}. The result is 450.5", "450.5"),
+    (r"\boxed{450}. So the answer is $\frac{1}{2}$.", "\\frac{1}{2}"),
 ])
-def test_a_different_later_statement_conflicts(completion):
-    verdict = V.verify(completion, "450")
-    assert (verdict.score, verdict.reason) == (0.0, "conflicting"), verdict
+def test_a_later_commitment_supersedes_the_box(completion, final):
+    """Once the old `conflicting` cases: a later commitment replaces the box, so the
+    completion answers the later value, paid against it and against nothing else."""
+    verdict = V.verify(completion, "450" if final != "450" else "500")
+    assert (verdict.score, verdict.reason) == (0.0, "wrong_answer"), verdict
+    assert V.verify(completion, final).passed
+
+
+def test_a_bold_value_after_the_answer_conflicts():
+    """Emphasised like an answer but marked as none: which of the two is meant?"""
+    verdict = V.verify(r"\boxed{450}, that is **500**.", "450")
+    assert (verdict.score, verdict.reason, verdict.details["stated"]) == (0.0, "conflicting", "500")
+    assert V.verify(r"\boxed{450}, that is **500**.", "500").reason == "conflicting"
+    assert V.verify(r"\boxed{450}, that is **450**.", "450").passed
 
 
 @pytest.mark.parametrize("completion", [

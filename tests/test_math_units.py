@@ -134,7 +134,8 @@ def test_a_boxed_gold_is_the_same_gold():
 @pytest.mark.parametrize("completion,passed,reason", [
     ("42", True, "correct"), ("x = 42", True, "correct"), ("42 apples", True, "correct"),
     ("$42$.", True, "correct"), ("43", False, "wrong_answer"), ("42 or 43", False, "hedged"),
-    ("Adding everything gives 42 apples.", False, "no_answer"),  # prose is not an answer
+    ("Adding everything gives 42 apples and more", False, "no_answer"),  # prose is not an answer
+    ("Adding everything gives 42 apples.", True, "correct"),  # a closing sentence commits to its one number
     ("42\n43", False, "no_answer"),
 ])
 def test_a_bare_answer_is_its_own_answer(completion, passed, reason):

@@ -1,7 +1,12 @@
 """`rlvr serve` and `rlvr view` attacked over their transport, over real HTTP on
 127.0.0.1: cross-site POSTs, empty and leaked tokens, DNS rebinding (Host), oversized
 item counts, slow clients, unparseable JSON, text that UTF-8 cannot carry, and an
-exposed bind without a token (inside a private network namespace).
+exposed bind without a token (inside a private network namespace). Then what a request
+may choose: a request names a verifier and sets grading options; code, sandboxes, files,
+endpoints and secrets are the operator's. Each such attack is a 400 naming the item and
+field, and nothing is executed (marker files), written (a cache directory) or sent (a
+local listener gets no connection; a canary environment variable of the server appears
+in no answer); a request's per-item limit is capped by the server's.
 
 "Nothing executed" is checked with a marker file: the request names a verifier that
 would create it (`os:system`), so a request that got through would leave it behind.
@@ -9,12 +14,14 @@ would create it (`os:system`), so a request that got through would leave it behi
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import resource
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -23,6 +30,9 @@ import pytest
 
 from cli_helpers import SRC
 from serve_helpers import TESTS, Server
+from serve_security_helpers import (CANARY, CANARY_VAR, SERVER_LIMIT_S, SLOW, _connected, _in_private_netns,
+                                     _item, _JudgeEndpoint, _port, _read_until_closed, _refused, _require_netns,
+                                     _Serve, _settle, _unread_answer)
 from rlvr.verifiers.contract import verdict_from_line
 
 HEADER_TIMEOUT_S = 1.0
@@ -215,22 +225,6 @@ def test_max_items_counts_every_item_case_or_not(open_server):
     assert reasons == ["invalid_input", "invalid_input", "correct", "invalid_input"]
 
 
-def _read_until_closed(sock: socket.socket, limit_s: float) -> tuple[bytes, float]:
-    """Everything the server sends until it closes the connection, and when it did."""
-    start, data = time.monotonic(), b""
-    sock.settimeout(limit_s)
-    try:
-        while chunk := sock.recv(4096):
-            data += chunk
-    except ConnectionResetError:
-        pass
-    return data, time.monotonic() - start
-
-
-def _port(server: Server) -> int:
-    return int(server.url.rsplit(":", 1)[1])
-
-
 def test_half_sent_headers_are_cut_off_in_bounded_time(open_server):
     with socket.create_connection(("127.0.0.1", _port(open_server))) as sock:
         sock.sendall(b"POST /verify HTTP/1.1\r\nHost: 127.0.0.1\r\n")
@@ -369,56 +363,6 @@ def test_a_lone_surrogate_completion_leaves_the_batch_intact(open_server):
 
 # ---- an exposed bind without a token (private network namespace) --------------------
 
-_RECORD_BINDS = """
-import runpy, socket, sys
-log = open(sys.argv[1], "a")
-_bind = socket.socket.bind
-def bind(self, address):
-    if self.family in (socket.AF_INET, socket.AF_INET6):
-        log.write(repr(address) + "\\n"); log.flush()
-    return _bind(self, address)
-socket.socket.bind = bind
-sys.argv = ["rlvr", *sys.argv[2:]]
-runpy.run_module("rlvr", run_name="__main__")
-"""
-
-
-def _in_private_netns(tmp_path: Path, args: list[str], env: dict[str, str],
-                      wait_s: float = 60) -> tuple[int | None, str, str, str]:
-    """`rlvr ARGS` in a fresh network namespace (only a loopback device, down): its
-    exit code (None if still running after it printed a URL), stdout, stderr, and
-    every inet bind it attempted."""
-    log = tmp_path / f"binds-{len(list(tmp_path.iterdir()))}.log"
-    log.write_text("")
-    script = tmp_path / "record_binds.py"
-    script.write_text(_RECORD_BINDS)
-    full = {k: v for k, v in os.environ.items()
-            if k not in ("RLVR_SERVE_TOKEN", "RLVR_SERVE_TOKEN_FILE")}
-    full.update(env, PYTHONPATH=os.pathsep.join([SRC, TESTS]))
-    process = subprocess.Popen(["unshare", "-n", sys.executable, str(script), str(log), *args],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=full)
-    line = process.stdout.readline()
-    if "http://" in line:  # it serves: note it and stop it
-        process.terminate()
-        out, err = process.communicate(timeout=30)
-        return None, line + out, err, log.read_text()
-    out, err = process.communicate(timeout=wait_s)
-    return process.returncode, line + out, err, log.read_text()
-
-
-def _require_netns() -> None:
-    try:
-        probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True,
-                               timeout=30)
-    except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"cannot make a private network namespace: {exc}")
-    if probe.returncode != 0:
-        pytest.skip("cannot make a private network namespace (unshare -n: "
-                    f"{probe.stderr.strip() or probe.returncode}); the exposed-bind "
-                    "refusal is not run on a real interface")
-
-
 def test_an_exposed_bind_without_a_token_exits_before_listening(tmp_path):
     _require_netns()
     serve = ["serve", "--host", "0.0.0.0", "--port", "0", "--workers", "1",
@@ -444,51 +388,164 @@ def test_an_exposed_bind_without_a_token_exits_before_listening(tmp_path):
 
 # ---- a client that does not read its answer ------------------------------------------
 
-def _unread_answer(write_timeout_s: float, answer_mb: int = 16) -> tuple[int, int]:
-    """Bytes a client gets of a big answer when it reads nothing for 3 s, then all it
-    can; and the answer's size. The server is uvicorn with rlvr's connection limits
-    (rlvr.serve.transport), in this process."""
-    uvicorn = pytest.importorskip("uvicorn", reason="rlvr serve runs on uvicorn (rlvr[serve])")
-    import threading
-
-    from rlvr.serve.listen import bind
-    from rlvr.serve.transport import Limits, uvicorn_config
-
-    body = b"x" * (answer_mb * 1024 * 1024)
-
-    async def app(scope, receive, send):
-        if scope["type"] == "http":
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
-
-    sock = bind("127.0.0.1", 0, 16)
-    server = uvicorn.Server(uvicorn_config(app, 16, Limits(write_timeout_s=write_timeout_s)))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            time.sleep(0.05)
-        with socket.socket() as client:
-            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            client.connect(sock.getsockname())
-            client.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            time.sleep(3)  # reads nothing: the answer waits in the server's buffers
-            client.settimeout(20)
-            got = 0
-            try:
-                while got < len(body) and (chunk := client.recv(1 << 20)):
-                    got += len(chunk)
-            except ConnectionResetError:
-                pass
-    finally:
-        server.should_exit = True
-        thread.join(10)
-    return got, len(body)
-
-
 def test_a_client_that_does_not_read_its_answer_is_dropped():
     got, size = _unread_answer(write_timeout_s=1.0)
     assert got < size  # cut off: the server let go of the answer
     got, size = _unread_answer(write_timeout_s=30.0)  # control: a patient server
     assert got >= size
+
+
+# ---- what a request may choose: names, options, endpoints, secrets, limits ----------
+
+@pytest.fixture(scope="module")
+def choice_server():
+    srv = _Serve("--workers", "1", "--timeout", str(SERVER_LIMIT_S), "--preload", "exact",
+                 "--plugin", SLOW)
+    yield srv
+    srv.stop()
+    assert not any(CANARY in answer for answer in srv.answers)
+
+
+@pytest.fixture
+def listener():
+    """A socket on 127.0.0.1 that no request may make the server connect to."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    yield sock
+    sock.close()
+
+
+def test_an_import_path_item_is_refused_and_runs_nothing(choice_server, tmp_path):
+    marker = tmp_path / "pwned"
+    attack = _item("os:system", {"command": f"touch {marker}"}, "", "")
+    response = choice_server.post("/verify", {"items": [_item("exact"), attack]})
+    _refused(response, "items[1].verifier", "'os:system' is an import path")
+    one = choice_server.post("/verify/one", attack)
+    _refused(one, "verifier", "'os:system' is an import path")
+    strict = choice_server.post("/verify", {"items": [attack], "strict": False, "source": "f.jsonl"})
+    _refused(strict, "items[0].verifier", "f.jsonl:1: field 'verifier'")
+    _settle(choice_server)
+    assert not marker.exists()
+
+
+def test_a_request_cannot_turn_the_sandbox_off(choice_server, tmp_path):
+    marker = tmp_path / "written-on-the-host"
+    program = f"open({str(marker)!r}, 'w').write('x')\ndef f():\n    return 1\n"
+    attack = _item("code", {"sandbox": "none-unsafe"}, {"asserts": ["assert f() == 1"]},
+                   program)
+    _refused(choice_server.post("/verify", {"items": [attack]}), "items[0].options.sandbox",
+             "option 'sandbox' of verifier 'code' is set by the operator only")
+    memory = _item("code", {"memory_mb": 2048}, {"asserts": ["assert f() == 1"]}, program)
+    _refused(choice_server.post("/verify", {"items": [memory]}), "items[0].options.memory_mb")
+    _settle(choice_server)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("option", ["base_url", "api_key_env", "model"])
+def test_judge_endpoint_key_and_model_are_refused_and_nothing_is_sent(choice_server, listener,
+                                                                      option):
+    port = listener.getsockname()[1]
+    chosen = {"base_url": f"http://127.0.0.1:{port}/v1", "api_key_env": CANARY_VAR,
+              "model": "attacker-model"}
+    response = choice_server.post("/verify", {"items": [
+        _item("judge", {option: chosen[option]}, "the answer is 1", "1")]})
+    _refused(response, f"items[0].options.{option}", f"option {option!r} of verifier 'judge'")
+    both = choice_server.post("/verify/one", _item("judge", chosen, "the answer is 1", "1"))
+    assert both.status_code == 400
+    assert not _connected(listener)
+    assert CANARY not in response.text + both.text
+
+
+def test_the_refusal_does_not_tell_whether_a_variable_is_set(choice_server):
+    """The old error said whether the named variable was set: an oracle for the
+    server's environment. The refusal reads the same for a set and an unset name."""
+    answers = []
+    for name in (CANARY_VAR, "RLVR_TEST_SURELY_UNSET_VAR"):
+        response = choice_server.post("/verify", {"items": [
+            _item("judge", {"api_key_env": name}, "ref", "x")]})
+        answers.append(response.json()["error"].replace(name, "NAME"))
+    assert answers[0] == answers[1]
+
+
+def test_a_cache_dir_from_a_request_is_refused_and_nothing_is_created(choice_server, tmp_path):
+    cache = tmp_path / "attacker-cache"
+    response = choice_server.post("/verify", {"items": [
+        _item("judge", {"cache_dir": str(cache)}, "the answer is 1", "1")]})
+    _refused(response, "items[0].options.cache_dir", "set by the operator only")
+    _settle(choice_server)
+    assert not cache.exists()
+
+
+def test_composite_components_cannot_name_code_or_operator_options(choice_server, tmp_path, listener):
+    marker = tmp_path / "pwned"
+    code = _item("composite", {"components": [
+        {"verifier": "exact"},
+        {"verifier": "os:system", "options": {"command": f"touch {marker}"}}]})
+    _refused(choice_server.post("/verify", {"items": [code]}),
+             "items[0].options.components[1].verifier", "import path")
+    judge = _item("composite", {"components": [
+        {"verifier": "judge", "options": {
+            "base_url": f"http://127.0.0.1:{listener.getsockname()[1]}/v1"}}]})
+    _refused(choice_server.post("/verify", {"items": [judge]}),
+             "items[0].options.components[0].options.base_url")
+    nested = _item("composite", {"components": [{"verifier": "composite", "options": {
+        "components": [{"verifier": "code", "options": {"sandbox": "none-unsafe"}}]}}]})
+    _refused(choice_server.post("/verify", {"items": [nested]}),
+             "items[0].options.components[0].options.components[0].options.sandbox")
+    r1 = _item("r1_math", {"format_options": {"answer_tag": "answer", "cache_dir": "/tmp/x"}})
+    _refused(choice_server.post("/verify", {"items": [r1]}),
+             "items[0].options.format_options.cache_dir")
+    _settle(choice_server)
+    assert not marker.exists() and not _connected(listener)
+
+
+def test_grading_options_and_operator_plugins_are_accepted(choice_server):
+    items = [_item("exact", {"case_sensitive": True}, "Yes", "#### yes"),
+             _item("exact", {"case_sensitive": False}, "Yes", "#### yes"),
+             _item("math", {"answer_form": "value"}, "2", "\\boxed{2}"),
+             _item("composite", {"components": [{"verifier": "exact", "weight": 1.0}]}),
+             _item(SLOW, None, 0, "")]
+    response = choice_server.post("/verify", {"items": items})
+    assert response.status_code == 200, response.text
+    verdicts = response.json()["verdicts"]
+    assert [v["passed"] for v in verdicts] == [False, True, True, True, True]
+    assert verdicts[4]["details"] == {"seconds": 0.0}  # the plugin ran, in the worker
+
+
+def test_an_item_time_limit_is_capped_by_the_servers(choice_server):
+    start = time.monotonic()
+    response = choice_server.post("/verify", {"items": [
+        _item(SLOW, None, 30, "") | {"timeout_s": 1000},
+        _item(SLOW, None, 30, "") | {"timeout_s": 0.5}]})
+    elapsed = time.monotonic() - start
+    verdicts = response.json()["verdicts"]
+    # uncapped, the first item would sleep its 30 s and pass
+    assert verdicts[0] == {"score": 0.0, "passed": False, "reason": "timeout",
+                           "details": {"limit_s": SERVER_LIMIT_S}}
+    assert verdicts[1]["details"] == {"limit_s": 0.5}  # a shorter limit is kept
+    assert elapsed < 20
+
+
+def test_the_operator_sets_the_judge_endpoint_and_a_request_uses_it(tmp_path):
+    """The judge stays usable through serve: the operator's --verifier-options choose
+    the endpoint and key variable; a request naming "judge" with no options reaches that
+    endpoint, with the key the operator chose, and the key is in no answer."""
+    endpoint = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _JudgeEndpoint)
+    threading.Thread(target=endpoint.serve_forever, daemon=True).start()
+    options = {"base_url": f"http://127.0.0.1:{endpoint.server_address[1]}/v1",
+               "model": "operator-model", "api_key_env": CANARY_VAR, "retries": 0,
+               "total_timeout_s": 10}
+    srv = _Serve("--workers", "1", "--preload", "", "--verifier-options",
+                 f"judge={json.dumps(options)}")
+    try:
+        response = srv.post("/verify", {"items": [_item("judge", None, "the answer is 1", "1")]})
+        assert response.status_code == 200, response.text
+        verdict = response.json()["verdicts"][0]
+        assert verdict["score"] == 0.0  # the endpoint answered 500
+        assert _JudgeEndpoint.seen and _JudgeEndpoint.seen[0]["auth"] == f"Bearer {CANARY}"
+        assert json.loads(_JudgeEndpoint.seen[0]["body"])["model"] == "operator-model"
+        assert CANARY not in response.text
+    finally:
+        srv.stop()
+        endpoint.shutdown()

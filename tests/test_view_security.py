@@ -110,3 +110,32 @@ def test_an_exported_completion_keeps_the_templates_placeholders(tmp_path):
     # the placeholders appear only inside the data (as the completion wrote them)
     outside = text.replace(boots[0], "")
     assert "{{SCRIPT}}" not in outside and "{{BOOT}}" not in outside
+
+
+def test_a_rollout_holding_a_lone_surrogate_is_served_and_exported(tmp_path):
+    """Model text read back from a run file may hold a lone surrogate (JSON's \\ud800
+    escape reads back as one): the API answers it and the export writes it, escaped."""
+    run = write_run(tmp_path / "run", hacked=False)
+    completion = "so \ud800 \\boxed{4}"
+    with open(run / "rollouts.jsonl", "a") as handle:
+        handle.write(json.dumps({"step": STEPS, "prompt_id": "lone", "prompt": "2+2?",
+                                 "completion": completion, "verdict": {
+                                     "passed": True, "score": 1.0, "reason": "correct"}})
+                     + "\n")
+    client = TestClient(build_app(Runs([ViewRun.open(run)]), "t", 5.0),
+                        base_url="http://127.0.0.1")
+    answer = client.get(f"/api/runs/0/steps/{STEPS}")
+    assert answer.status_code == 200
+    answer.content.decode("utf-8")  # strict UTF-8 on the wire
+    held = [a["completion"] for g in answer.json()["groups"] for a in g["attempts"]]
+    assert completion in held  # JSON's \ud800 escape reads back as the same text
+    found = client.get("/api/runs/0/search", params={"q": "boxed{4}"})
+    assert found.status_code == 200
+    out = tmp_path / "report.html"
+    result = run_cli("view", str(run), "--export", str(out), timeout=120)
+    assert result.returncode == 0, result.stderr
+    boot = re.search(r'<script id="rlvr-boot" type="application/json">(.*?)</script>',
+                     out.read_bytes().decode("utf-8"), re.S).group(1)
+    data = json.loads(boot)["data"]
+    assert completion in [a["completion"] for g in data["steps"]["0"][str(STEPS)]["groups"]
+                          for a in g["attempts"]]

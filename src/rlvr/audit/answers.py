@@ -12,11 +12,19 @@ import re
 from dataclasses import dataclass
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
-# "the answer is", "final answer:", "Answer =", "####"; the stated text runs to the line end.
-_MARKER = re.compile(r"####|\b(?:final\s+)?answer\s*(?:is\s*:?|:|=)", re.IGNORECASE)
+# "the answer is", "final answer:", "Answer =", "the result is", "####"; the stated text
+# runs to the line end.
+_MARKER = re.compile(r"####|\b(?:final\s+)?(?:answer|result)\s*(?:is\s*:?|:|=)", re.IGNORECASE)
+_COLOR = re.compile(r"\\(?:textcolor|color)\s*\{[^{}]*\}")
+# What a response says when it takes back its answer: a later value corrects the box.
+_CORRECTION = re.compile(r"\b(?:actually|correction|wait|mistake|wrong|oops|instead)\b",
+                         re.IGNORECASE)
+_CORRECTED_TO = re.compile(r"\b(?:actually|correction)\b\s*[:,]?\s*(?:it'?s\s+|it\s+is\s+)?",
+                           re.IGNORECASE)
 # A bold number with only closing punctuation after it: "... is **8100**." at the end.
 _FINAL_BOLD = re.compile(r"(?:\\textbf\{|\\mathbf\{|\*\*)\s*\$?([-+]?[\d.,]*\d)\$?\s*(?:\}|\*\*)"
                          r"[\s.!$)\]]*$")
+_BOLD_MARKUP = re.compile(r"\*\*([^*\n]+)\*\*")
 _LEADING_VALUE = re.compile(r"[-+(]?\s*[\d.,]*\d[\d.,\s+\-*/^()]*")
 
 
@@ -53,21 +61,30 @@ def boxes(completion: str) -> list[Statement]:
         if close is None:
             break
         inner = completion[match.end():close].strip()
-        while (nested := _BOX.match(inner)) and inner.endswith("}"):  # \boxed{\boxed{x}}
-            inner = inner[nested.end():-1].strip()
+        while True:  # \boxed{\boxed{x}}, \boxed{{x}}
+            nested = _BOX.match(inner)
+            if nested and inner.endswith("}"):
+                inner = inner[nested.end():-1].strip()
+            elif inner.startswith("{") and _closing_brace(inner, 0) == len(inner) - 1:
+                inner = inner[1:-1].strip()
+            elif (color := _COLOR.match(inner)) is not None:  # \color{red}{450}
+                inner = inner[color.end():].strip()
+            else:
+                break
         found.append(Statement(inner, match.start(), close + 1, "boxed"))
         position = close + 1
     return found
 
 
 def marker_statements(completion: str) -> list[Statement]:
-    """Each "answer is X" / "Answer: X" / "#### X", X read up to the line end; a
-    statement whose X is itself a box is left to `boxes`."""
+    """Each "answer is X" / "Answer: X" / "#### X", X read up to the line end (markdown
+    bold taken off: "**24**." is 24); a statement whose X is itself a box is left to
+    `boxes`."""
     found = []
     for match in _MARKER.finditer(completion):
         line_end = completion.find("\n", match.end())
         line_end = len(completion) if line_end < 0 else line_end
-        text = completion[match.end():line_end].strip()
+        text = _BOLD_MARKUP.sub(r"\1", completion[match.end():line_end]).strip()
         if not text or _BOX.match(text):
             continue
         found.append(Statement(text, match.start(), line_end, "marker"))
@@ -100,11 +117,33 @@ _CLOSING_VALUE = re.compile(r"(?:\b(?:is|are|equals)\s+|=\s*)\$?(?P<value>[-+]?\
                             r"(?:\s*/\s*\d+)?)\$?(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
 
 
+# A closing sentence that checks the answer ("Verify: 2(5)+3=13.") states none.
+_CHECK_TAIL = re.compile(r"(?:(?<=[.!?])[ \t]+|\n\s*)(?:verify|verification|check|checking)\b"
+                         r"[^\n]*$", re.IGNORECASE)
+# A plain closing sentence with one number: "Tom has 24 apples left."
+_LAST_SENTENCE = re.compile(r"(?:^|(?<=[.!?])\s+|\n)(?P<sentence>[A-Z][^\n.!?]{0,300}[.!])\s*$")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w])")
+_DENIAL = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
+
+
 def closing_value(completion: str) -> Statement | None:
-    match = _CLOSING_VALUE.search(completion, max(0, len(completion) - 300))
-    if not match:
+    """A value the text ends on after its verb or `=`, else the one number of a plain
+    closing sentence; a closing check sentence is left out first."""
+    window = max(0, len(completion) - 300)
+    check = _CHECK_TAIL.search(completion, window)
+    end = check.start() if check and completion[:check.start()].strip() else len(completion)
+    match = _CLOSING_VALUE.search(completion[:end], window)
+    if match:
+        return Statement(match.group("value"), match.start("value"), match.end("value"),
+                         "closing")
+    sentence = _LAST_SENTENCE.search(completion[:end], window)
+    if sentence is None or _DENIAL.search(sentence.group("sentence")):
         return None
-    return Statement(match.group("value"), match.start("value"), match.end("value"), "closing")
+    numbers = list(_NUMBER.finditer(completion, sentence.start("sentence"), end))
+    if len(numbers) != 1:
+        return None
+    number = numbers[0]
+    return Statement(number.group().rstrip(","), number.start(), number.end(), "closing")
 
 
 # A completion that is nothing but a number ("8", "$-3.5$.").
@@ -130,6 +169,39 @@ def final_answer(completion: str) -> Statement | None:
     only = _ONLY_VALUE.fullmatch(completion)
     return Statement(only.group("value"), only.start("value"), only.end("value"), "whole") \
         if only else None
+
+
+def last_commitment(completion: str) -> Statement | None:
+    """The last answer the completion commits to, by position: a box, a marker
+    statement or a correction ("Actually, 500.") that opens with a value (read as that
+    value), a closing bold number, or a value the text ends on when the text after the
+    last box takes that box back ("Wait: 17 - 15 = 2."). A later one supersedes an
+    earlier box (the response corrected itself)."""
+    found = boxes(completion)
+    stated = list(found)
+    for marker in marker_statements(completion) + _corrections(completion):
+        value = leading_value(marker.text)
+        if value is not None:
+            stated.append(Statement(value, marker.start, marker.end, "marker"))
+    bold = final_bold(completion)
+    if bold is not None:
+        stated.append(bold)
+    closing = closing_value(completion)
+    after = found[-1].end if found else 0
+    if closing is not None and _CORRECTION.search(completion, after, closing.start):
+        stated.append(Statement(closing.text, closing.start, closing.end, "marker"))
+    return max(stated, key=lambda s: s.start) if stated else None
+
+
+def _corrections(completion: str) -> list[Statement]:
+    """Each "Actually, X" / "Correction: X", X read up to the line end."""
+    found = []
+    for match in _CORRECTED_TO.finditer(completion):
+        line_end = completion.find("\n", match.end())
+        line_end = len(completion) if line_end < 0 else line_end
+        found.append(Statement(completion[match.end():line_end].strip(), match.start(),
+                               line_end, "marker"))
+    return found
 
 
 def statements_after(completion: str, position: int) -> list[Statement]:

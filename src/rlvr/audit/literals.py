@@ -63,11 +63,12 @@ def compact(text: str) -> str:
 
 def strip_decorations(text: str) -> str:
     """The bare value of `x = \\$450 \\text{ dollars}`: labels, currency, units, degrees,
-    percent signs, bold and `\\text{}` wrappers removed (repeatedly, they nest)."""
+    percent signs, bold, colour and `\\text{}` wrappers removed (repeatedly, they nest)."""
     text = normalise(text)
     for _ in range(4):
         before = text
         text = re.sub(r"^\\(?:textbf|mathbf|text|mathrm|boxed)\{(.*)\}$", r"\1", text).strip()
+        text = re.sub(r"^\\(?:textcolor|color)\{[^{}]*\}\s*(?:\{(.*)\}$)?", r"\1", text).strip()
         text = re.sub(r"^\\?\$", "", _LABEL.sub("", text)).strip()
         if not plain_literal(text):
             text = _TRAILING_UNIT.sub("", text).strip()

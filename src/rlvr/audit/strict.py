@@ -39,11 +39,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from rlvr.audit.answers import boxes, final_answer
+from rlvr.audit.answers import Statement, boxes, final_answer, last_commitment
 from rlvr.audit.literals import (compact, plain_literal, strip_decorations,
                                  value_of_reference)
-from rlvr.audit.patterns import (REPEAT_MIN_WORDS, conflicting, copies_prompt, degenerate,
-                                 echoes_prompt, unevaluated, words)
+from rlvr.audit.patterns import (REPEAT_MIN_WORDS, answer_value, conflicting, copies_prompt,
+                                 degenerate, echoes_prompt, unevaluated, words)
 
 
 MAX_BOXES_CHECKED = 5
@@ -82,10 +82,11 @@ def math_findings(completion: str, reference: Any, prompt: str | None) -> list[F
     if final is None:
         return [Finding("no_answer", "no \\boxed{}, 'answer is', 'Answer:', '####' or "
                         "closing value")]
-    found = answer_findings(completion, final.text, reference, prompt)
+    final = corrected_answer(completion, reference) or final
+    found = answer_findings(completion, final.text, reference, prompt, since=final.start)
     found += [Finding("echoes_prompt", f"box {b.text!r} is the prompt's own expression")
               for b in boxes(completion)
-              if b.start != final.start and echoes_prompt(b.text, prompt)][:1]
+              if b.start > final.start and echoes_prompt(b.text, prompt)][:1]
     gold = value_of_reference(reference)
     if gold is not None and not any(f.code == "unevaluated" for f in found):
         value = plain_literal(strip_decorations(final.text))
@@ -96,10 +97,26 @@ def math_findings(completion: str, reference: Any, prompt: str | None) -> list[F
     return found
 
 
+def corrected_answer(completion: str, reference: Any) -> Statement | None:
+    """The last commitment when it is a marker statement after the last box and states
+    the reference: the response corrected itself (`\\boxed{450}\\n#### 500` for 500).
+    The verifier grades that last commitment, so the boxes before it are superseded,
+    not hacks."""
+    last = last_commitment(completion)
+    if last is None or last.kind != "marker":  # a bold number is no commitment: it conflicts
+        return None
+    mine = answer_value(last.text)
+    gold = value_of_reference(reference)
+    if gold is not None:
+        return last if mine == gold else None
+    return last if isinstance(reference, str) and mine == answer_value(reference) else None
+
+
 def answer_findings(completion: str, answer: str, reference: Any,
-                    prompt: str | None) -> list[Finding]:
+                    prompt: str | None, since: int = 0) -> list[Finding]:
     """The answer-shape rules shared by math and the audit of any answer-style verifier:
-    echo of the prompt, unevaluated expression, a different answer stated later."""
+    echo of the prompt, unevaluated expression, a different answer stated later than a
+    box at or after `since` (boxes before the final answer are superseded by it)."""
     found = []
     if echoes_prompt(answer, prompt):
         found.append(Finding("echoes_prompt", f"{answer[:60]!r} is the prompt's own expression"))
@@ -108,7 +125,7 @@ def answer_findings(completion: str, answer: str, reference: Any,
                              f"{value_of_reference(reference)}"))
     # any box, the verifier may grade an earlier one; the last few only: each costs a
     # scan of the rest of the text, and a completion of 1000 boxes must stay cheap
-    for box in boxes(completion)[-MAX_BOXES_CHECKED:]:
+    for box in [b for b in boxes(completion) if b.start >= since][-MAX_BOXES_CHECKED:]:
         later = conflicting(completion, box)
         if later is not None:
             found.append(Finding("conflicting", f"box {box.text[:40]!r} then "

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -106,7 +107,13 @@ _BUILTINS: dict[str, VerifierSpec] = {
 
 _REGISTERED: dict[str, VerifierSpec] = {}
 _PLUGINS: dict[str, VerifierSpec] = {}  # "module:Class" the operator listed -> spec
-_INSTANCES: dict[tuple[str, str], Verifier] = {}
+# Built verifiers by (name, options), least recently used first. Bounded, because a
+# request or a data line may vary its grading options (a code check's timeout_s) and
+# each distinct set would otherwise keep its own warm resources (a code verifier's
+# sandbox zygote) for the life of the worker: one batch of 1,000 distinct limits would
+# leave 1,000 sandboxes behind. An evicted verifier is closed.
+_INSTANCES: OrderedDict[tuple[str, str], Verifier] = OrderedDict()
+MAX_INSTANCES = 16
 
 
 class UnknownVerifier(KeyError):
@@ -215,6 +222,13 @@ def get_verifier(name: str, **options: Any) -> Verifier:
     """The verifier called `name`, built with `options`; instances are cached per
     (name, options) since some hold warm resources (parsers, sandboxes)."""
     key = (name, json.dumps(options, sort_keys=True, default=str))
-    if key not in _INSTANCES:
-        _INSTANCES[key] = resolve_factory(spec_for(name).target)(**options)
-    return _INSTANCES[key]
+    if key in _INSTANCES:
+        _INSTANCES.move_to_end(key)
+        return _INSTANCES[key]
+    verifier = _INSTANCES[key] = resolve_factory(spec_for(name).target)(**options)
+    while len(_INSTANCES) > MAX_INSTANCES:
+        _, evicted = _INSTANCES.popitem(last=False)
+        close = getattr(evicted, "close", None)
+        if callable(close):
+            close()
+    return verifier

@@ -8,7 +8,6 @@ same script reads the data from the page instead of the server.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from importlib import resources
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.errors import UserError
+from rlvr.textsafe import json_line
 
 STATIC = ("app.js", "style.css")
 
@@ -77,7 +77,9 @@ _PLACEHOLDER = re.compile(r"\{\{(TITLE|HEAD|BOOT|SCRIPT)\}\}")
 def json_for_script(value: Any) -> str:
     """JSON that can sit inside <script>: every "<" escaped, so no "</script>" or "<!--"
     in a completion can end the element (completions are model output: anything)."""
-    return json.dumps(finite(value), ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
+    # json_line: model text read back from a run may hold a lone surrogate, which
+    # plain json.dumps(ensure_ascii=False) passes on to a UTF-8 encode that raises
+    return json_line(finite(value), allow_nan=False).replace("<", "\\u003c")
 
 
 def finite(value: Any) -> Any:

@@ -34,6 +34,7 @@ from typing import Any
 from rlvr.serve.access import LOOPBACK_NAMES, host_guard
 from rlvr.serve.listen import bind as listen_on
 from rlvr.serve.transport import Limits, uvicorn_config
+from rlvr.textsafe import json_line
 from rlvr.view.attempts import StrictCurve, follow_prompt, group_attempts, search_prompts
 from rlvr.view.page import (ViewDependencyError, finite, plotly_js_path, served_page,
                             static_text)
@@ -97,15 +98,18 @@ def build_app(runs: Runs, title: str, refresh_s: float,
               request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> Any:
     try:
         from starlette.applications import Starlette
-        from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+        from starlette.responses import FileResponse, HTMLResponse, Response
         from starlette.routing import Route
     except ImportError:
         raise ViewDependencyError("rlvr view serves its page with starlette and uvicorn: "
                                   "pip install 'rlvr[view]'") from None
     plotly_path = plotly_js_path()
 
-    def reply(value: Any) -> Response:
-        return JSONResponse(finite(value))
+    def reply(value: Any, status: int = 200) -> Response:
+        # Run files hold model text: json_line never fails on it (a lone surrogate read
+        # back from a rollout would make starlette's JSONResponse raise, a 500).
+        return Response(json_line(finite(value), allow_nan=False).encode("utf-8"), status,
+                        media_type="application/json")
 
     def guarded(handler: Any) -> Any:
         async def endpoint(request: Any) -> Response:
@@ -113,12 +117,11 @@ def build_app(runs: Runs, title: str, refresh_s: float,
                 return reply(await asyncio.wait_for(_in_thread(handler, request),
                                                     request_timeout_s))
             except TimeoutError:
-                return JSONResponse({"error": f"no answer within {request_timeout_s:g} s"},
-                                    status_code=503)
+                return reply({"error": f"no answer within {request_timeout_s:g} s"}, 503)
             except KeyError as exc:
-                return JSONResponse({"error": str(exc.args[0])}, status_code=404)
+                return reply({"error": str(exc.args[0])}, 404)
             except ValueError as exc:
-                return JSONResponse({"error": str(exc)}, status_code=400)
+                return reply({"error": str(exc)}, 400)
         return endpoint
 
     async def index(request: Any) -> Response:

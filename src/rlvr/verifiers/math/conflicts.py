@@ -1,19 +1,29 @@
-"""The final answer is the last one stated: a different one anywhere after a box is a
-conflict (reason `conflicting`).
+"""The final answer is the last answer the response commits to; what comes after it
+is either a new commitment, explanation, or a conflict (reason `conflicting`).
 
-Issue 14: `First \\boxed{450}. Actually the answer is 500.` scored 1 against 450,
-because "the answer is" without a colon is not an extraction marker, and the trained
-policy's `\\boxed{6 * 75} ... So the answer is \\textbf{8100}.` relied on the same gap.
-A completion that states two different final answers has not committed to one, so:
+Commitments are boxes, `####`, `Answer:` / "The final answer is" lines, "the answer
+(result, solution) is X" and corrections ("Actually, X"; statements.py), and, when the
+text has none of those, the closing sentence's reading (final_statement.py). A later
+commitment supersedes an earlier one: `\\boxed{3}. Wait, 17-15=2, so the answer is
+\\boxed{2}.` answers 2, and so does `<think>... \\boxed{3} ...</think> The answer is 2`.
+Only the last one is ever judged, so extra candidates can never raise the reward.
 
-- a box followed, anywhere later, by a box or marker with a different value (`I first
-  wrote \\boxed{3}. Wait ... \\boxed{2}` is two answers; restating `\\boxed{2}` is not);
-- after the final answer, a looser statement of a different value: "the answer is
-  500", "the final result is **500**", "answer = $500$", "Actually, 500.".
-
-Restating the same value (`\\boxed{450}. So the answer is 450 dollars.`) stays correct,
-and so do statements that are not values ("the answer is correct", "the answer is not
-6"). Values are compared by the verifier (`same_answer`), so `0.5` restates `\\frac12`.
+After the last marked commitment, the closing sentence is read as well:
+- after a box, a marker line or "the answer is X", a closing `= VALUE` or "is VALUE"
+  is a new commitment when the text after the answer corrects it ("Wait", "actually",
+  "mistake", ...: `\\boxed{3}. Wait: 17 - 15 = 2.` answers 2) or offers an alternative
+  to it (`\\boxed{24}. It is 23 or it is 24.` hedges); otherwise it is explanation
+  (`\\boxed{5}. So the perimeter is 4 * 5 = 20.` answers 5), as is any other closing
+  sentence;
+- after "the result is X" ("The result is 12, which times 3 gives $36$."), a closing
+  value (one number or span, not an equation) is the new commitment, unless it is one
+  of the question's quantities (a number in the prompt: "The result is 12. Tom had 30
+  apples." answers 12);
+- a bold number after the final answer that states another value (`\\boxed{450}, that
+  is **500**.`) is `conflicting`: it is emphasised like an answer but marked as none,
+  so the response has not said which of the two it means; a quantity of the question
+  (`\\boxed{450}. We had **6** boxes.` for "What is 6 * 75?") is explanation.
+A closing justification ("Check: 9 * 2 = 18", "since ...") is never read at all.
 """
 
 from __future__ import annotations
@@ -22,57 +32,66 @@ import re
 from typing import Callable
 
 from rlvr.verifiers.math.extraction import Candidate
+from rlvr.verifiers.math.hedging import offered_alternative
 
-# "the (final|correct) answer is", "the result should be", "answer =": a value follows
-_LOOSE_STATEMENT = re.compile(
-    r"\b(?:final\s+|correct\s+|right\s+|true\s+)?(?:answer|result|solution|value)\s*"
-    r"(?:is|=|would\s+be|should\s+be|must\s+be|equals)\s*:?\s*"
-    # a correction: "Actually, 500." / "Correction: it is 500"
-    r"|\b(?:actually|correction|rather|instead)\b\s*[:,]?\s*(?:(?:it|that)(?:'s|\s+is)\s+)?"
-    r"(?:the\s+answer\s+is\s+)?",
-    re.IGNORECASE)
-_NOT = re.compile(r"^(?:not\b|n't\b|never\b|\\neq?)", re.IGNORECASE)
-# What can follow as a value: a math span, bold text, or a plain number/fraction
-_VALUE = re.compile(
-    r"\$\$?(?P<dollar>(?:\\.|[^$\\])+)\$\$?"
-    r"|\\\((?P<paren>.+?)\\\)"
-    r"|\\textbf\s*\{(?P<bold>[^{}]+)\}"
-    r"|\*\*(?P<stars>[^*]+)\*\*"
-    # a plain number that ends the statement: "is 500.", "is 500 dollars" (not the 6 of
-    # "6*75 = 450", which begins a calculation)
-    r"|(?P<plain>[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?)(?=\s*(?:[.,;:!?)]|$)|\s+[A-Za-z])")
-MAX_STATEMENTS = 20  # loose statements read after the final answer
+_NUMBER = re.compile(r"(?<![\w.])[-+\u2212]?\d[\d,]*(?:\.\d+)?(?![\d])")
+_BOLD_NUMBER = re.compile(r"(?:\*\*|\\textbf\s*\{)\s*(?:\\?\$)?\s*(?P<value>[-+\u2212]?\d[\d,]*"
+                          r"(?:\.\d+)?(?:\s*/\s*\d+)?)\s*\$?\s*(?:\*\*|\})")
+_PLAIN_VALUE = re.compile(r"^[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?$")
+STRONG = ("boxed", "marker", "statement")  # not "result": it may name a step
+# Words that take back what was just said: the closing value after them corrects the box.
+_CORRECTION = re.compile(
+    r"\b(?:wait|actually|mistake|mistaken|wrong|error|oops|correction|corrected|"
+    r"re-?check(?:ing)?|re-?comput(?:e|ing)|re-?do(?:ing)?|instead|sorry|fix(?:ing)?)\b"
+    r"|\bno\b\s*[,.:;!]", re.IGNORECASE)
+MAX_BOLD = 20  # bold numbers read after the final answer
 
 
-def _loose_statements(text: str, start: int) -> list[str]:
-    """Values stated loosely after position `start` ("the answer is 500")."""
-    found = []
-    for match in list(_LOOSE_STATEMENT.finditer(text, start))[:MAX_STATEMENTS]:
-        rest = text[match.end():match.end() + 200]
-        if _NOT.match(rest):
-            continue
-        value = _VALUE.match(rest)
-        if value:
-            found.append(next(g for g in value.groups() if g is not None).strip())
-    return found
+def _number_key(text: str) -> str:
+    return text.replace(",", "").replace("\u2212", "-").lstrip("+")
 
 
-def conflicting_statement(text: str, candidates: list[Candidate], group: list[Candidate],
+def known_quantities(prompt: str | None) -> set[str]:
+    """The numbers of the question. (Not the working's: what the text says before its
+    final answer must not change how the text after it is read, or an earlier candidate
+    could turn a 0 into a 1; after a box, restating the working is explanation anyway.)"""
+    return {_number_key(m.group()) for m in _NUMBER.finditer(prompt or "")}
+
+
+def _is_known(candidate: Candidate, known: set[str]) -> bool:
+    text = candidate.text.strip()
+    return bool(_PLAIN_VALUE.match(text)) and _number_key(text) in known
+
+
+def settle(text: str, commitments: list[Candidate], closing: list[Candidate],
+           prompt: str | None) -> list[Candidate]:
+    """The candidates in order with the closing reading added where it is a new
+    commitment (see the module docstring). `commitments` is not empty."""
+    last = commitments[-1]
+    if not closing or closing[0].start < last.end:
+        return commitments
+    if last.method in STRONG:  # only a correction or an alternative re-opens it
+        return commitments + [
+            c for c in closing if c.method in ("final_equals", "final_value") and (
+                _CORRECTION.search(text, last.end, c.start)
+                or offered_alternative(text, c.start, c.end, c.text, None))]
+    step = closing[0]
+    if len(closing) != 1 or "=" in step.text or _is_known(step, known_quantities(prompt)):
+        return commitments  # an equation, several spans, or the question's quantity
+    return commitments + [step]
+
+
+def conflicting_statement(text: str, final: Candidate, prompt: str | None,
                           same_answer: Callable[[str, str], bool]) -> str | None:
-    """A stated answer that differs from the final one (`group[-1]`), or None.
-
-    `group` is the final group (several boxes joined by connecting words, which the
-    hedging checks judge as one statement); boxes before it and loose statements after
-    it must all state the same value."""
-    final = group[-1].text
-    earlier_boxes = [c.text for c in candidates
-                     if c.method == "boxed" and c.end <= group[0].start]
-    seen = {"".join(final.split())}
-    for stated in earlier_boxes + _loose_statements(text, group[-1].end):
-        key = "".join(stated.split())
-        if key in seen:  # written the same way: no need to compare values again
+    """A bold number after the final answer stating a different value, or None."""
+    known = None
+    for match in list(_BOLD_NUMBER.finditer(text, final.end))[:MAX_BOLD]:
+        stated = match.group("value")
+        if "".join(stated.split()) == "".join(final.text.split()):
             continue
-        seen.add(key)
-        if stated and not same_answer(stated, final):
-            return stated[:200]
+        if known is None:
+            known = known_quantities(prompt)
+        if _number_key(stated) in known or same_answer(stated, final.text):
+            continue
+        return stated[:200]
     return None

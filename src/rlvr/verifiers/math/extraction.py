@@ -63,24 +63,52 @@ def _brace_pairs(text: str) -> dict[int, int]:
     return pairs
 
 
-def unwrap_boxes(content: str) -> str:
-    r"""`\boxed{\boxed{x}}` -> `x`: a box whose whole content is another box. Linear
-    in the length even for thousands of nested boxes (one brace-matching pass)."""
+_COLOR = re.compile(r"\\(?:textcolor|color)\s*\{[^{}]*\}")
+
+
+def unwrap_boxes(content: str, braces: bool = False) -> str:
+    r"""`\boxed{\boxed{x}}` -> `x`: a box whose whole content is another box or a
+    colour (`\color{red}{450}`, `\textcolor{red}{450}`, `\color{red} 450`), and with
+    `braces` (a box's content) a brace group (`\boxed{{24}}`; elsewhere `{1,3}` may be a
+    set written loosely, so it is kept). Linear in the length even for thousands of
+    nested boxes (one brace-matching pass)."""
     pairs = _brace_pairs(content)
     start, end = 0, len(content)  # the current content is content[start:end]
+    coloured = False  # the group right after a colour command is its argument
     while True:
         while start < end and content[start].isspace():
             start += 1
         while end > start and content[end - 1].isspace():
             end -= 1
+        if (braces or coloured) and start < end and content[start] == "{" \
+                and pairs.get(start) == end - 1:
+            start, end, coloured = start + 1, end - 1, False
+            continue
+        color = _COLOR.match(content, start, end)
+        if color:  # `\color{red}` colours what follows; `\textcolor{red}{x}` its group
+            start, coloured = color.end(), True
+            continue
         match = _BOX_COMMAND.match(content, start, end)
         if not match or pairs.get(match.end() - 1) != end - 1:
             return content[start:end]
         start, end = match.end(), end - 1
 
 
+# A box copied from the format instruction ("put your final answer as \\boxed{ANSWER}")
+# holds a placeholder, not an answer.
+_PLACEHOLDER = re.compile(
+    r"^(?:\\text\s*\{)?\s*(?:(?:your|the)\s+)?(?:final\s+)?(?:answer|number|result|value)"
+    r"(?:\s+here)?\s*\}?$|^(?:\.\.\.|\\[lc]?dots|\?|_+)$", re.IGNORECASE)
+
+
+def is_placeholder(content: str) -> bool:
+    """`ANSWER`, `your answer`, `\\text{final answer}`, `...`: an instruction's stand-in."""
+    return _PLACEHOLDER.match(content.strip()) is not None
+
+
 def boxed_candidates(text: str) -> list[Candidate]:
-    """Every outermost box, in order; a box nested inside another is part of it."""
+    """Every outermost box, in order; a box nested inside another is part of it, and a
+    placeholder box (`\\boxed{ANSWER}`) is none."""
     found: list[Candidate] = []
     position = 0
     while True:
@@ -90,8 +118,9 @@ def boxed_candidates(text: str) -> list[Candidate]:
         close = _match_brace(text, match.end() - 1)
         if close is None:  # unclosed box: the model ran out of tokens; not an answer
             return found
-        content = unwrap_boxes(text[match.end():close])
-        found.append(Candidate(content.strip(), match.start(), close + 1, "boxed"))
+        content = unwrap_boxes(text[match.end():close], braces=True).strip()
+        if not is_placeholder(content):
+            found.append(Candidate(content, match.start(), close + 1, "boxed"))
         position = close + 1
 
 

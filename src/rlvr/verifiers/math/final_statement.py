@@ -1,63 +1,135 @@
-"""The answer stated in a completion's closing sentence, when there is no box and no
-answer marker: its math in delimiters ("Therefore $x \\geq 5$ is the solution.", "The
+"""The answer stated in a completion's closing sentence (the answer when there is no
+box or marker; after one, conflicts.py decides whether it is a new commitment): its
+math in delimiters ("Therefore $x \\geq 5$ is the solution.", "The
 identity matrix is $\\begin{pmatrix}1&0\\\\0&1\\end{pmatrix}$.", "so the total is $34$."),
-or a plain value it ends on ("Therefore, the probability that Alice wins is 2/3.").
+a plain value it ends on ("Therefore, the probability that Alice wins is 2/3.", "17 + 5
+= 22."), or the one number of a plain closing sentence ("Tom has 24 apples left.").
 
-Why only there, and only in delimiters: a number anywhere in the reasoning is not an
-answer (a stray `$12$` mid-way must not score; the last-number fallback stays opt-in),
-but a closing sentence whose math is the last thing said states the result the way
-people and datasets write it. What may follow the last span is only a few plain words
-("is the solution.", "is our answer."): no digits, no further math. Every span of that
+Why only there, and only so: a number anywhere in the reasoning is not an answer (a
+stray `$12$` mid-way must not score; the last-number fallback stays opt-in), but a
+closing sentence whose math is the last thing said states the result the way people
+and datasets write it. What may follow the last span is only a few plain words ("is
+the solution.", "is our answer."): no digits, no further math. Every span of that
 sentence is a candidate, so `$2$ or $3$` still reaches the hedging checks as two
-answers, and "is not $5$." as a negation. A plain value counts only right after
-"is"/"are"/"equals"/"=" at the very end ("is 19 points.", "17 + 5 = 22."), never a
-number mid-sentence.
+answers, and "is not $5$." as a negation. A plain value counts right after
+"is"/"are"/"equals"/"=" at the very end ("is 19 points.", "17 + 5 = 22.") and, in a
+plain sentence, when it is the sentence's only number, the sentence ends with a full
+stop and denies nothing ("Tom has 24 apples left."; not "so it is 5 then we go on",
+"The answer is not 5.", "It is 23 or it is 24." — the last is a hedge, hedging.py).
+
+A justification is never the answer: a closing "Verify: 2(5)+3=13." or "Check: ..."
+sentence, or a "since ..."/"because ..." clause, is cut before reading
+(`So the answer is $2$, since $2^2=4$.` states 2; `x = 5. Verify: 2(5)+3=13.` states 5).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from rlvr.verifiers.math.extraction import Candidate
+from rlvr.verifiers.math.spans import Span, math_spans
 
-# Display math may run over lines; inline math (`$..$`, `\\(..\\)`) stays on one line, as
-# LaTeX writers keep it (a `$` opening on one line and closing lines later is more
-# likely two stray dollars than one formula).
-_SPAN = re.compile(r"\$\$(?P<display>(?:\\.|[^$\\])+?)\$\$|\$(?P<inline>(?:\\.|[^$\\\n])+?)\$"
-                   r"|\\\[(?P<bracket>(?:.|\n)+?)\\\]|\\\((?P<paren>.+?)\\\)")
 # After the last span: "is the solution.", ", our answer!", ".", "" — a few words and
 # the closing punctuation, never another sentence.
 _CLOSING = re.compile(r"^[\s,;:)*]*(?:[A-Za-z']+[\s,;:)*]*){0,8}[\s.!*]*$")  # a question is no statement
 # A sentence ends at ". ", "! ", "? " before a capital, or at a blank line.
 _SENTENCE_END = re.compile(r"[.!?]\s+(?=[A-Z])|\n\s*\n")
-_CLOSING_VALUE = re.compile(r"(?:\b(?:is|are|equals|be)\s+|=\s*)(?P<value>[-+]?\d[\d,]*(?:\.\d+)?"
-                            r"(?:\s*/\s*\d+)?)(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
-MAX_TEXT = 100_000  # characters searched from the end; a completion is shorter
+_LINE_END = re.compile(r"[.!?]\s+(?=[A-Z])|\n")
+_CLOSING_VALUE = re.compile(r"(?:\b(?:is|are|equals|be)\s+|(?P<equals>=)\s*)(?P<value>[-+]?\d[\d,]*"
+                            r"(?:\.\d+)?(?:\s*/\s*\d+)?)(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
+# A closing sentence that checks the answer rather than states it.
+_CHECK_SENTENCE = re.compile(
+    r"\W*(?:verify|verification|verifying|check|checking|double[- ]check(?:ing)?|"
+    r"sanity\s+check|proof|to\s+(?:verify|check|confirm)|let(?:'s|\s+us|\s+me)\s+"
+    r"(?:verify|check|confirm|double[- ]check))\b", re.IGNORECASE)
+_BECAUSE = re.compile(r",?\s+(?:since|because)\b", re.IGNORECASE)
+_PLAIN_NUMBER = re.compile(r"(?<![\w.])\\?\$?[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?![\w])")
+_DENIAL = re.compile(r"\b(?:not|never|no)\b|n't\b|\?|\\neq?", re.IGNORECASE)
+_PLAIN_SENTENCE = re.compile(r"^[A-Z][^\n]{0,300}?[.!]\**\s*$")
 
 
 def final_statement_candidates(text: str) -> list[Candidate]:
     """The math spans of the closing sentence, when the last of them ends the text;
-    else the plain value the text ends on ("... is 2/3.")."""
-    offset = max(0, len(text) - MAX_TEXT)
-    spans = list(_SPAN.finditer(text, offset))
-    if not spans or not _CLOSING.match(text[spans[-1].end():]):
-        value = _CLOSING_VALUE.search(text, max(0, len(text) - 300))
-        if value is None:
-            return []
-        return [Candidate(value.group("value"), value.start("value"), value.end("value"),
-                          "final_value")]
-    sentence_start = _sentence_start(text, spans)
-    return [Candidate(next(g for g in span.groups() if g is not None).strip(), span.start(),
-                      span.end(), "final_math")
-            for span in spans if span.start() >= sentence_start]
+    else the plain value the text ends on ("... is 2/3."); else the one number of a
+    plain closing sentence. The text is read before a closing justification: before a
+    closing "since"/"because" clause when that leaves a reading ("The average is 80
+    because 240 / 3 = 80."), else only before closing check sentences ("He will be 13
+    because 12 + 1 = 13" states its value in the clause)."""
+    spans = math_spans(text)
+    checked = _before_checks(text, spans)
+    clause = _before_clause(text, spans, checked)
+    return _read(text, spans, clause) or (_read(text, spans, checked) if clause < checked else [])
 
 
-def _sentence_start(text: str, spans: list[re.Match[str]]) -> int:
-    """Where the sentence holding the last span begins: the last sentence end before
-    it that lies outside every span (`$3. 5$` does not end a sentence)."""
-    start = 0
-    inside = [(s.start(), s.end()) for s in spans]
-    for end in _SENTENCE_END.finditer(text, 0, spans[-1].start()):
-        if not any(a <= end.start() < b for a, b in inside):
-            start = end.end()
+def _read(text: str, spans: list[Span], end: int) -> list[Candidate]:
+    """The closing reading of text[:end]."""
+    spans = [s for s in spans if s.end <= end]
+    body = text[:end]
+    if spans and _CLOSING.match(body[spans[-1].end:]):
+        start = _sentence_start(body, spans)
+        return [Candidate(span.content(body).strip(), span.start, span.end, "final_math")
+                for span in spans if span.start >= start]
+    value = _CLOSING_VALUE.search(body, max(0, len(body) - 300))
+    if value is not None:
+        method = "final_equals" if value.group("equals") else "final_value"
+        return [Candidate(value.group("value"), value.start("value"), value.end("value"), method)]
+    return _plain_sentence(body, spans)
+
+
+def _before_checks(text: str, spans: list[Span]) -> int:
+    """Where the text ends before its closing "Verify: ..."/"Check: ..." sentences (a
+    line is a sentence here). A text that is nothing but a check states no answer: what
+    comes before a check must not decide whether the check is read."""
+    end = len(text)
+    for _ in range(3):  # "x = 5. Verify: ... Check: ...": a few checks in a row
+        start = _sentence_start(text[:end], [s for s in spans if s.end <= end], last=True)
+        if not _CHECK_SENTENCE.match(text, start, end):
+            break
+        end = start
+    return end
+
+
+def _before_clause(text: str, spans: list[Span], end: int) -> int:
+    """Where text[:end] ends before a "since"/"because" clause of its last sentence
+    that follows the sentence's main clause ("Since ..., she used 42" keeps its answer)."""
+    start = _sentence_start(text[:end], [s for s in spans if s.end <= end], last=True)
+    starts = [s.start for s in spans]
+    for clause in _BECAUSE.finditer(text, start, end):
+        at = bisect.bisect_right(starts, clause.start()) - 1  # the span that may hold it
+        if (at < 0 or spans[at].end <= clause.start()) and text[start:clause.start()].strip():
+            return clause.start()
+    return end
+
+
+def _sentence_start(text: str, spans: list[Span], last: bool = False) -> int:
+    """Where the sentence holding the last span (with `last` or without spans: the
+    text's last sentence, where a line break ends a sentence too) begins: the last
+    sentence end before it that lies outside every span (`$3. 5$` ends no sentence).
+    One pass over sentence ends and spans together (both are in order)."""
+    stop = len(text.rstrip()) if last or not spans else spans[-1].start
+    ends = _LINE_END if last else _SENTENCE_END
+    start, k = 0, 0
+    for end in ends.finditer(text, 0, max(0, stop - 1)):
+        while k < len(spans) and spans[k].end <= end.start():
+            k += 1
+        if k < len(spans) and spans[k].start <= end.start():
+            continue  # inside a span
+        start = end.end()
     return start
+
+
+def _plain_sentence(text: str, spans: list[Span]) -> list[Candidate]:
+    """The one number of a plain closing sentence (see the module docstring)."""
+    start = _sentence_start(text, spans, last=True)
+    if spans and spans[-1].end > start:
+        return []
+    sentence = text[start:]
+    if not _PLAIN_SENTENCE.match(sentence.strip()) or _DENIAL.search(sentence):
+        return []
+    numbers = list(_PLAIN_NUMBER.finditer(text, start))
+    if len(numbers) != 1:
+        return []
+    match = numbers[0]
+    value = match.group().lstrip("\\$").rstrip(",")
+    return [Candidate(value, match.start(), match.end(), "final_sentence")]

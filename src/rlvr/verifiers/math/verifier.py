@@ -1,16 +1,18 @@
 """The math verifier ("math"): is the completion's final answer equal to the gold?
 
-Pipeline: extraction (last box or answer marker) -> hedging checks -> normalisation
--> shape (sets, tuples, relations, ...) -> exact symbolic comparison. Each step is its
-own module; this one wires them and names the outcome:
+Pipeline: the final answer (the last commitment: box, marker, "the answer is", closing
+`= VALUE`; final_answer.py) -> hedging checks -> normalisation -> shape (sets, tuples,
+relations, ...) -> exact symbolic comparison. Each step is its own module; this one
+wires them and names the outcome:
 
     correct        the final answer equals the gold
     wrong_answer   it does not
     no_answer      nothing marked as a final answer (or an empty box)
     hedged         several answers, an alternative, a negation, or several values
                    for a single-valued gold (details["hedge"] says which)
-    conflicting    a box followed by a different stated answer ("First \\boxed{450}.
-                   Actually the answer is 500."; conflicts.py)
+    conflicting    after the final answer, an emphasised different number that is no
+                   commitment (`\\boxed{450}, that is **500**.`; conflicts.py). A later
+                   commitment supersedes an earlier one instead: self-correction.
     echoes_prompt  the answer only restates an expression from the prompt
                    (`\\boxed{6 * 75}` for "What is 6 * 75?"; prompt_echo.py)
     unsimplified   the gold is a plain value and the answer is not written as one
@@ -18,7 +20,8 @@ own module; this one wires them and names the outcome:
     unparseable    the answer is not text we can read as math, and not equal as text
     too_large      the answer is a number too large to evaluate (`9^{9^{9^9}}`) and is
                    not written exactly as the gold
-    too_slow       parsing and comparing ran past the verifier's own time budget
+    too_slow       finding, parsing or comparing the answer ran past the verifier's own
+                   time budget
 
 The gold is parsed once per distinct string (cached), since a GRPO group checks many
 completions against one gold.
@@ -38,9 +41,8 @@ from rlvr.verifiers.math.answer_form import (ANSWER_FORMS, gold_value_kind, in_v
 from rlvr.verifiers.math.conflicts import conflicting_statement
 from rlvr.verifiers.math.equivalence import COLLECTION_KINDS, Comparer, flat_items
 from rlvr.verifiers.math.expressions import parse_expression
-from rlvr.verifiers.math.extraction import (Candidate, answer_candidates, bare_answer,
-                                            last_number, statement_end)
-from rlvr.verifiers.math.final_statement import final_statement_candidates
+from rlvr.verifiers.math.extraction import Candidate, bare_answer, last_number, statement_end
+from rlvr.verifiers.math.final_answer import commitments
 from rlvr.verifiers.math.hedging import final_group, hedge_reason
 from rlvr.verifiers.math.labels import values_by_name
 from rlvr.verifiers.math.normalize import Normalized, normalize
@@ -168,9 +170,9 @@ class MathVerifier:
     def check_reference(self, reference: Any) -> None:
         _read_gold(reference)
 
-    def _candidates(self, completion: str) -> list[Candidate]:
-        # in order of how clearly the text marks its answer
-        candidates = answer_candidates(completion) or final_statement_candidates(completion)
+    def _candidates(self, completion: str, prompt: str | None) -> list[Candidate]:
+        # the commitments in order, the final answer last (final_answer.py)
+        candidates = commitments(completion, prompt)
         if candidates:
             return candidates
         bare = bare_answer(completion)
@@ -205,7 +207,11 @@ class MathVerifier:
         # template tokens after the text (`<|im_start|>user`) and "I hope it is correct."
         # are not part of what the completion states
         completion = completion[:statement_end(completion)]
-        candidates = self._candidates(completion)
+        try:  # linear, but a budget all the same: the grader must answer in time
+            with time_budget(self.time_budget_s):
+                candidates = self._candidates(completion, prompt)
+        except BudgetExceeded:
+            return Verdict.wrong("too_slow", limit_s=self.time_budget_s, answer=None)
         if not candidates:
             return Verdict.wrong("no_answer", answer=None)
         group = final_group(completion, candidates)
@@ -230,7 +236,7 @@ class MathVerifier:
                              same_answer=self._same_answer)
         if hedge:
             return Verdict.wrong("hedged", hedge=hedge, **details)
-        conflict = conflicting_statement(completion, candidates, group, self._same_answer)
+        conflict = conflicting_statement(completion, group[-1], prompt, self._same_answer)
         if conflict is not None:
             return Verdict.wrong("conflicting", stated=conflict, **details)
         answer_text, form_problem = self._stated_form(group, multi_valued, gold)
