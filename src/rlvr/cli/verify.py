@@ -31,6 +31,7 @@ from typing import Any, TextIO
 from rlvr.cli.common import command_parser
 from rlvr.cli.exit_codes import BAD_INPUT, FOUND, OK
 from rlvr.cli.operator_args import add_operator_arguments, operator_policy
+from rlvr.runs.jsonl import parse_line
 from rlvr.textsafe import json_line
 from rlvr.verifiers.contract import CaseError, invalid_input_line, parse_case, verdict_line
 from rlvr.verifiers.pool import Case, VerifierPool
@@ -113,10 +114,9 @@ def _read_cases(stream: TextIO, source: str, policy: OperatorPolicy
     for number, line in enumerate(stream, start=1):
         if not line.strip():
             return items, f"{source}:{number}: empty line (one JSON object per line expected)"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            return items, f"{source}:{number}: malformed JSON: {exc.msg} (column {exc.colno})"
+        record, problem = parse_line(line, objects=False)  # not an object: an error item
+        if problem is not None:
+            return items, f"{source}:{number}: {problem}"
         try:
             items.append(_to_case(record, f"{source}:{number}", policy))
         except Refused as exc:
