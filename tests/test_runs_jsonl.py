@@ -74,3 +74,18 @@ def test_it_streams(tmp_path):
     assert next(lines) == (1, {"step": 1})
     with pytest.raises(JsonlError):
         next(lines)
+
+
+def test_the_viewer_shows_what_it_can_and_says_what_it_skipped(tmp_path):
+    """rlvr view reads metrics.jsonl under the "skip" policy: the good lines are shown,
+    the damaged one and the torn tail are named in the run's notes."""
+    from rlvr.view.runinfo import ViewRun
+
+    (tmp_path / "metrics.jsonl").write_bytes(
+        b'{"step": 1}\n{"step": 2, "rew\n{"step": 3}\n{"step": 4, "cu')
+    run = ViewRun.open(tmp_path)
+    assert [r["step"] for r in run.metrics.read()] == [1, 3]
+    notes = run.notes()
+    metrics = tmp_path.resolve() / "metrics.jsonl"
+    assert f"{metrics}: 1 malformed line(s), first at line 2; skipped" in notes
+    assert any(n.startswith(f"{metrics}: the last line is incomplete") for n in notes)
