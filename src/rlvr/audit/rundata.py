@@ -1,9 +1,9 @@
 """Read what `rlvr audit` needs from a run directory (see rlvr.runs.rundir), with errors
 that name the file and line.
 
-Unlike RunDir's own reader, a malformed line is an error here: an audit that silently
-skipped lines would undercount. The one exception is an unterminated last line, which
-is what a run killed mid-write leaves (and a resume drops).
+A malformed line is an error here (rlvr.runs.read_jsonl's "tail" policy): an audit
+that silently skipped lines would undercount. The one exception is an unterminated last
+line, which is what a run killed mid-write leaves (and a resume drops).
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from rlvr.errors import UserError
+from rlvr.runs.jsonl import JsonlError, JsonlLines
+from rlvr.runs.verifier import RunConfigError, run_verifier
 
 
-class RunDataError(ValueError):
+class RunDataError(UserError, ValueError):
     """The run directory or one of its files cannot be audited; the message says where."""
 
 
@@ -41,32 +43,19 @@ def load_run(path: str | Path, verifier: str | None = None) -> RunData:
                 for number, record in read_jsonl(rollouts)]
     metrics = [record for _, record in read_jsonl(path / "metrics.jsonl")]
     summary = _read_json(path / "summary.json")
-    name = verifier if verifier is not None else configured_verifier(path / "config.yaml")
+    try:
+        name = verifier if verifier is not None else run_verifier(path)
+    except RunConfigError as exc:
+        raise RunDataError(str(exc)) from None
     return RunData(path, name, attempts, metrics, summary)
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) for each line; RunDataError naming the line otherwise."""
-    if not path.is_file():
-        return []
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")
-    records = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(lines) and not text.endswith("\n"):
-                break  # cut by a kill mid-write
-            raise RunDataError(f"{path}:{number}: malformed JSON: {exc.msg} "
-                               f"(column {exc.colno})") from None
-        if not isinstance(record, dict):
-            raise RunDataError(f"{path}:{number}: expected a JSON object, "
-                               f"got {type(record).__name__}")
-        records.append((number, record))
-    return records
+    try:
+        return list(JsonlLines(path, "tail", missing_ok=True))
+    except JsonlError as exc:
+        raise RunDataError(str(exc)) from None
 
 
 def _checked_attempt(record: dict[str, Any], where: str) -> dict[str, Any]:
@@ -91,18 +80,3 @@ def _read_json(path: Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise RunDataError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg}") from None
     return data if isinstance(data, dict) else {}
-
-
-def configured_verifier(config_path: Path) -> str:
-    """reward.verifier, else data.default_verifier (what file rows without a verifier
-    and the arithmetic task use), else "" when there is no readable config."""
-    if not config_path.is_file():
-        return ""
-    try:
-        config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise RunDataError(f"{config_path}: malformed YAML: {exc}") from None
-    if not isinstance(config, dict):
-        return ""
-    reward, data = config.get("reward") or {}, config.get("data") or {}
-    return str(reward.get("verifier") or data.get("default_verifier") or "")

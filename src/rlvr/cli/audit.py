@@ -19,13 +19,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_FLAGGED = 1
-EXIT_BAD_INPUT = 2
+from rlvr.cli.common import command_parser
+from rlvr.cli.exit_codes import BAD_INPUT, FOUND, OK
+
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, name, help_text, __doc__)
     p.add_argument("run", metavar="RUN", help="run directory (holds rollouts.jsonl)")
     p.add_argument("--out", "-o", help="flagged attempts as JSONL, for labelling (default "
                    "RUN/audit-flagged.jsonl)")
@@ -44,20 +44,20 @@ def run(args: argparse.Namespace) -> int:
     window = DEFAULT_WINDOW if args.window is None else args.window
     if window < 1:
         print(f"rlvr audit: --window must be >= 1, got {window}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     try:
         result = audit_run(load_run(args.run, args.verifier), window)
     except RunDataError as exc:
         print(f"rlvr audit: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     out = args.out or str(Path(args.run) / "audit-flagged.jsonl")
     try:
         write_flagged(result, out)
     except OSError as exc:
         print(f"rlvr audit: cannot write {out}: {exc.strerror}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     if args.json:
         print(json.dumps(to_json(result, out), ensure_ascii=False))
     else:
         print(format_report(result, out))
-    return EXIT_FLAGGED if result.raised else 0
+    return FOUND if result.raised else OK

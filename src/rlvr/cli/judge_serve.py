@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rlvr.cli.common import command_parser
+from rlvr.cli.exit_codes import BAD_INPUT, OK
+
 
 def add_parser(sub: argparse._SubParsersAction, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, name, help_text, __doc__)
     p.add_argument("model", help="packaged alias, .gguf file or HF model dir")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
     p.add_argument("--port", type=int, default=8200, help="0 picks a free port (printed)")
@@ -38,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         model_dir = str(resolve_model(args.model))
     except ModelNotFound as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     serve(model_dir, args.served_name or args.model, args.host, args.port, args.threads,
           args.max_tokens_limit)
-    return 0
+    return OK

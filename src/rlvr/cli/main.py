@@ -1,6 +1,7 @@
 """`rlvr` entry point. Each command lives in its own module exposing
-`add_parser(subparsers)` and `run(args) -> int`; modules are imported only when their
-command runs, so `rlvr verify` never pays for importing torch."""
+`add_parser(subparsers, name, help)` (built with rlvr.cli.common) and `run(args) -> int`
+(an exit status of rlvr.cli.exit_codes); modules are imported only when their command
+runs, so `rlvr verify` never pays for importing torch."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import importlib
 import sys
 
 from rlvr import __version__
+from rlvr.cli.exit_codes import BAD_INPUT, FAULT, OK
+from rlvr.errors import ExternalFault, UserError
 
 # command -> (module, one-line help). Add a line when a command lands.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -51,8 +54,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if command is None:
         parser.print_help()
-        return 0 if not argv else 2
-    return int(importlib.import_module(COMMANDS[command][0]).run(args) or 0)
+        return OK if not argv else BAD_INPUT
+    return run_command(command, args)
+
+
+def run_command(command: str, args: argparse.Namespace) -> int:
+    """Run `command`; a UserError or ExternalFault its module left uncaught becomes its
+    exit status (rlvr.cli.exit_codes) with the message on stderr, not a traceback."""
+    try:
+        return int(importlib.import_module(COMMANDS[command][0]).run(args) or OK)
+    except UserError as exc:
+        print(f"rlvr {command}: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    except ExternalFault as exc:
+        print(f"rlvr {command}: {exc}", file=sys.stderr)
+        return FAULT
 
 
 if __name__ == "__main__":

@@ -7,9 +7,12 @@ import argparse
 import sys
 from typing import Any
 
+from rlvr.cli.common import command_parser
+from rlvr.cli.exit_codes import BAD_INPUT, OK
+
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=__doc__)
+    p = command_parser(sub, name, help_text, __doc__, reflow=True)
     p.add_argument("adapter", help="directory holding adapter_config.json")
     p.add_argument("--out", required=True, help="where the merged model dir goes")
     p.add_argument("--base", default=None, help="base model dir (default: the one recorded "
@@ -23,6 +26,6 @@ def run(args: argparse.Namespace) -> int:
         out = merge_lora(args.adapter, args.out, args.base)
     except (FileNotFoundError, ImportError) as exc:
         print(f"rlvr merge-lora: {exc}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     print(out)
-    return 0
+    return OK

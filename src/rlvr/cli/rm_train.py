@@ -24,9 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rlvr.cli.train import EXIT_CONFIG, config_command_parser, with_log_every
-
-EXIT_DATA = 2
+from rlvr.cli.common import config_command_parser, with_log_every
+from rlvr.cli.exit_codes import BAD_INPUT, OK
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
@@ -41,21 +40,21 @@ def run(args: argparse.Namespace) -> int:
 
     if args.describe:
         print("\n".join(describe_config(RMTrainConfig)))
-        return 0
+        return OK
     try:
         cfg = load_config(RMTrainConfig, args.config, with_log_every(args))
     except ConfigError as exc:
         print(f"rlvr rm-train: config error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return BAD_INPUT
     try:
         train, held_out = _pairs(cfg)
         return _train(cfg, args, train, held_out)
     except DataError as exc:
         print(f"rlvr rm-train: data error: {exc}", file=sys.stderr)
-        return EXIT_DATA
+        return BAD_INPUT
     except ModelNotFound as exc:
         print(f"rlvr rm-train: config error: model.path: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return BAD_INPUT
 
 
 def _pairs(cfg: Any) -> tuple[list, list]:
@@ -96,4 +95,4 @@ def _train(cfg: Any, args: argparse.Namespace, train: list, held_out: list) -> i
                       "accuracy_after": after["accuracy"], "stats": meta["stats"],
                       "steps": meta["train"]["steps"],
                       "seconds": round(meta["train"]["seconds"], 2)}))
-    return 0
+    return OK

@@ -35,14 +35,14 @@ import signal
 import sys
 from typing import Any
 
+from rlvr.cli.common import command_parser
+from rlvr.cli.exit_codes import BAD_INPUT, OK
 from rlvr.cli.operator_args import add_operator_arguments, operator_policy
 
-EXIT_INPUT = 2
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, name, help_text, __doc__)
     p.add_argument("--port", type=int, default=8000, help="port (0: any free one, printed; "
                    "default 8000)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: "
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         sock = bind(args.host, args.port)
     except (ValueError, OSError) as exc:
         print(f"rlvr serve: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return BAD_INPUT
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
 
@@ -122,8 +122,8 @@ def run(args: argparse.Namespace) -> int:
         pass
     except (ServeDependencyError, RuntimeError) as exc:
         print(f"rlvr serve: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    return 0
+        return BAD_INPUT
+    return OK
 
 
 def _access(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:

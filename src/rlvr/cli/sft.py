@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rlvr.cli.train import (EXIT_CONFIG, config_command_parser, describe, load_cli_config,
-                            with_log_every)
+from rlvr.cli.common import config_command_parser, describe, load_cli_config, with_log_every
+from rlvr.cli.exit_codes import BAD_INPUT, OK
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.describe:
         print(describe(TrainConfig))
-        return 0
+        return OK
     args.overrides = with_log_every(args)
     try:
         cfg = load_cli_config(args)
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("must be >= 1 for `rlvr sft` (give sft.steps=N)", "sft.steps")
     except ConfigError as exc:
         print(f"rlvr sft: config error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return BAD_INPUT
     run = RunDir(Path(args.run_dir) if args.run_dir else default_run_dir(f"{cfg.name}-sft"))
     run.path.mkdir(parents=True, exist_ok=True)
     save_config(cfg, run.config)
@@ -61,4 +61,4 @@ def run(args: argparse.Namespace) -> int:
     tokenizer.save_pretrained(run.path / "model")
     run.write_summary({"sft": stats, "model": str(run.path / "model")})
     print(json.dumps({"model": str(run.path / "model"), **stats}))
-    return 0
+    return OK

@@ -49,8 +49,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_CONFIG = 2
-EXIT_FAULT = 3
+from rlvr.cli.common import (config_command_parser, describe, is_main_rank, load_cli_config,
+                             positive_int, with_log_every)
+from rlvr.cli.exit_codes import BAD_INPUT, FAULT, OK
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
@@ -58,80 +59,10 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its "
                    "newest checkpoint with its own config.yaml; overrides may only change "
                    "steps (to extend it) and checkpoint, log and evaluation cadence")
-    p.add_argument("--nproc", type=_positive_int, metavar="N",
+    p.add_argument("--nproc", type=positive_int, metavar="N",
                    help="train on N processes of this machine (FSDP2; gloo on CPU, NCCL on "
                    "GPUs): re-launches this command under torchrun and passes its exit "
                    "status through (default: 1, this process)")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
-
-
-def config_command_parser(sub: Any, name: str, help_text: str,
-                          description: str | None) -> argparse.ArgumentParser:
-    """The subcommand `name` of a command run from a config (train, sft, rm-train): its
-    module docstring as description and the common arguments."""
-    p = sub.add_parser(name, help=help_text, description=description,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_arguments(p)
-    return p
-
-
-def add_common_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("overrides", nargs="*", metavar="key.sub=value",
-                   help="config overrides, applied after --config")
-    p.add_argument("--config", "-c", help="YAML config file")
-    p.add_argument("--run-dir", help="run directory (default runs/NAME-TIMESTAMP)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
-    p.add_argument("--log-every", type=_positive_int, metavar="N",
-                   help="when stderr is not a terminal, a progress line every N steps "
-                   "(and the first and last); sets the config's log_every (default 5)")
-    p.add_argument("--describe", action="store_true", help="list every config field and exit")
-
-
-def with_log_every(args: argparse.Namespace) -> list[str]:
-    """The overrides with --log-every as one more (log_every=N), so it is checked, saved in
-    config.yaml, allowed on --resume and passed to torchrun's ranks like any override."""
-    extra = [f"log_every={args.log_every}"] if getattr(args, "log_every", None) else []
-    return list(args.overrides) + extra
-
-
-def load_cli_config(args: argparse.Namespace) -> Any:
-    """The config of --config and the overrides, with its profile's defaults; tells what
-    the real-model profile set and warns about settings that ruin a run (stderr)."""
-    from rlvr.config import load_config, read_config_data
-    from rlvr.training.config import TrainConfig
-    from rlvr.training.profile import applied_defaults, config_warnings
-
-    cfg = load_config(TrainConfig, args.config, list(args.overrides))
-    if not _is_main_rank():  # under torchrun rank 0 tells
-        return cfg
-    if not args.quiet:
-        applied = applied_defaults(read_config_data(args.config, list(args.overrides)))
-        if applied:
-            chosen = ", ".join(f"{name}={value}" for name, value in applied.items())
-            print(f"real-model defaults (model.path is set; yours win): {chosen}",
-                  file=sys.stderr)
-    for warning in config_warnings(cfg):
-        print(f"warning: {warning}", file=sys.stderr)
-    return cfg
-
-
-def describe(schema: Any) -> str:
-    """--describe: every field with its choices, help, and real-model default."""
-    from rlvr.config import describe_config
-    from rlvr.training.profile import REAL_MODEL_DEFAULTS, REAL_MODEL_LORA_LR
-
-    notes = {name: f"real model: {value!r}" for name, value in REAL_MODEL_DEFAULTS.items()}
-    notes["optim.lr"] += f" ({REAL_MODEL_LORA_LR!r} with LoRA)"
-    return "\n".join(describe_config(schema, notes=notes))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -142,20 +73,20 @@ def run(args: argparse.Namespace) -> int:
 
     if args.describe:
         print(describe(TrainConfig))
-        return 0
+        return OK
     args.overrides = with_log_every(args)
     nproc = getattr(args, "nproc", None)
     if nproc is not None and _under_torchrun():
         print("rlvr train: --nproc launches torchrun itself; under torchrun (WORLD_SIZE="
               f"{os.environ.get('WORLD_SIZE')}) drop --nproc", file=sys.stderr)
-        return EXIT_CONFIG
+        return BAD_INPUT
     if nproc is not None and nproc > 1:
         return launch(args, nproc)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not (args.resume or args.run_dir):
         print("rlvr train: under torchrun give --run-dir (or --resume): every rank must "
               "write to the same run directory (or use rlvr train --nproc N)",
               file=sys.stderr)
-        return EXIT_CONFIG
+        return BAD_INPUT
     try:
         if args.resume:
             if args.config or args.run_dir:
@@ -167,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(cfg.name)
     except ConfigError as exc:
         print(f"rlvr train: config error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return BAD_INPUT
     progress = Progress(cfg.steps, quiet=args.quiet, log_every=cfg.log_every,
                         max_seconds=cfg.max_seconds)
     return _train(cfg, run_dir, bool(args.resume), progress)
@@ -175,10 +106,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _under_torchrun() -> bool:
     return "WORLD_SIZE" in os.environ
-
-
-def _is_main_rank() -> bool:
-    return os.environ.get("RANK", "0") == "0"
 
 
 def launch(args: argparse.Namespace, nproc: int) -> int:
@@ -199,7 +126,7 @@ def launch(args: argparse.Namespace, nproc: int) -> int:
         check_distributed(cfg, nproc, resume=bool(args.resume))
     except ConfigError as exc:
         print(f"rlvr train: config error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return BAD_INPUT
     arguments = torchrun_arguments(args, cfg)
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
                "--standalone", "-m", "rlvr", "train", *arguments]
@@ -255,55 +182,49 @@ def _run_forwarding_signals(command: list[str]) -> int:
 
 
 def _train(cfg: Any, run_dir: Path, resume: bool, progress: Any) -> int:
-    from rlvr.config import ConfigError
-    from rlvr.data.loading import DataError
-    from rlvr.data.prompts import PromptError
-    from rlvr.models.resolve import ModelNotFound
-    from rlvr.serve.client import ServeError
-    from rlvr.training.checkpoint import CheckpointError
-    from rlvr.training.run import ResumeError, train
+    from rlvr.errors import ExternalFault, UserError
+    from rlvr.training.run import train
 
     try:
         summary = train(cfg, run_dir, resume=resume, progress=progress)
     # Bad input the set-up finds before training: the config, a data file, the model
-    # path, the prompt style. Any other error is a bug and keeps its traceback.
-    except (ConfigError, DataError, PromptError, ModelNotFound, ResumeError) as exc:
+    # path, the prompt style, the run to resume. Any other error is a bug and keeps its
+    # traceback.
+    except UserError as exc:
         print(f"rlvr train: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return BAD_INPUT
     # Faults outside the run, mid-training: the run is sound up to its last checkpoint.
-    except (CheckpointError, ServeError) as exc:
+    except ExternalFault as exc:
         progress.close()  # the last step's line above the error, not below it
         print(f"rlvr train: {exc}\n{resume_hint(run_dir)}", file=sys.stderr)
-        return EXIT_FAULT
+        return FAULT
     finally:
         progress.close()  # an error's traceback starts below the bar, not on it
-    if not _is_main_rank():  # under torchrun rank 0 reports
-        return 0
+    if not is_main_rank():  # under torchrun rank 0 reports
+        return OK
     before, after = summary["eval"]["before"], summary["eval"]["after"]
     if before and after:  # "before" was shown live when measured; this is the result
         print(f"held-out accuracy: {before['accuracy']:.3f} -> {after['accuracy']:.3f} "
               "(before -> after RL)")
     print(f"run dir: {run_dir}  ({summary['steps']} steps, {summary['wall_seconds']:.0f} s)")
-    return 0
+    return OK
 
 
 def resume_hint(run_dir: Path) -> str:
     """What a run stopped by a fault has kept, and the command that continues it."""
-    import json
-
+    from rlvr.runs.jsonl import read_jsonl
     from rlvr.training.checkpoint import checkpoint_step, latest_checkpoint
 
     checkpoint = latest_checkpoint(run_dir / "checkpoints")
     if checkpoint is None:
         return "rlvr train: no checkpoint was written yet; start the run again"
+    # a hint after a fault must not fail itself: damaged lines are skipped, not reported
     steps = []
-    metrics = run_dir / "metrics.jsonl"
-    if metrics.is_file():
-        for line in metrics.read_text(encoding="utf-8").splitlines():
-            try:
-                steps.append(int(json.loads(line)["step"]))
-            except (ValueError, KeyError, TypeError):
-                continue
+    for _, record in read_jsonl(run_dir / "metrics.jsonl", "skip", missing_ok=True):
+        try:
+            steps.append(int(record["step"]))
+        except (ValueError, KeyError, TypeError):
+            continue
     logged = f" after step {max(steps)}" if steps else ""
     return (f"rlvr train: the run stopped{logged}; once that is fixed, continue it from its "
             f"last checkpoint (step {checkpoint_step(checkpoint)}): "

@@ -28,19 +28,19 @@ import json
 import sys
 from typing import Any, TextIO
 
+from rlvr.cli.common import command_parser
+from rlvr.cli.exit_codes import BAD_INPUT, FOUND, OK
 from rlvr.cli.operator_args import add_operator_arguments, operator_policy
+from rlvr.runs.jsonl import parse_line
 from rlvr.textsafe import json_line
 from rlvr.verifiers.contract import CaseError, invalid_input_line, parse_case, verdict_line
 from rlvr.verifiers.pool import Case, VerifierPool
 from rlvr.verifiers.untrusted import OperatorPolicy, Refused
 
-EXIT_INVALID_ITEMS = 1
-EXIT_BAD_INPUT = 2
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, name, help_text, __doc__)
     p.add_argument("verifier", nargs="?", help="one-off mode: the verifier name (e.g. math)")
     p.add_argument("--reference", help="one-off mode: the reference (JSON if it parses as "
                    "JSON object/list, else the raw string)")
@@ -63,19 +63,19 @@ def run(args: argparse.Namespace) -> int:
         policy = operator_policy(args, args.timeout)
     except ValueError as exc:
         print(f"rlvr verify: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     if args.input:
         if (args.verifier or args.completion is not None or args.reference is not None
                 or args.options is not None):
             print("rlvr verify: use either --input (batch) or VERIFIER --reference "
                   "--completion (one-off), not both", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return BAD_INPUT
         return _run_batch(args, policy)
     if args.verifier and args.completion is not None and args.reference is not None:
         return _run_one(args)
     print("rlvr verify: give --input FILE, or VERIFIER --reference R --completion C",
           file=sys.stderr)
-    return EXIT_BAD_INPUT
+    return BAD_INPUT
 
 
 def _parse_reference(text: str) -> Any:
@@ -95,14 +95,14 @@ def _run_one(args: argparse.Namespace) -> int:
         options = None
     if not isinstance(options, dict):
         print("rlvr verify: --options must be a JSON object", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     completion = sys.stdin.read() if args.completion == "-" else args.completion
     case = Case(args.verifier, completion, _parse_reference(args.reference), options,
                 prompt=args.prompt)
     with VerifierPool(workers=1, timeout_s=args.timeout) as pool:
         verdict = pool.verify([case])[0]
     print(json_line(verdict_line(verdict)))
-    return EXIT_INVALID_ITEMS if verdict.is_invalid else 0
+    return FOUND if verdict.is_invalid else OK
 
 
 def _read_cases(stream: TextIO, source: str, policy: OperatorPolicy
@@ -114,10 +114,9 @@ def _read_cases(stream: TextIO, source: str, policy: OperatorPolicy
     for number, line in enumerate(stream, start=1):
         if not line.strip():
             return items, f"{source}:{number}: empty line (one JSON object per line expected)"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            return items, f"{source}:{number}: malformed JSON: {exc.msg} (column {exc.colno})"
+        record, problem = parse_line(line, objects=False)  # not an object: an error item
+        if problem is not None:
+            return items, f"{source}:{number}: {problem}"
         try:
             items.append(_to_case(record, f"{source}:{number}", policy))
         except Refused as exc:
@@ -139,12 +138,12 @@ def _run_batch(args: argparse.Namespace, policy: OperatorPolicy) -> int:
         stream = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
     except OSError as exc:
         print(f"rlvr verify: cannot read {source}: {exc.strerror}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     with stream:
         items, fatal = _read_cases(stream, source, policy)
     if fatal:
         print(f"rlvr verify: {fatal}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     cases = [item for item in items if isinstance(item, Case)]
     with VerifierPool(workers=args.workers, timeout_s=args.timeout) as pool:
         verdicts = iter(pool.verify(cases))
@@ -162,6 +161,6 @@ def _run_batch(args: argparse.Namespace, policy: OperatorPolicy) -> int:
     if invalid:
         print(f"rlvr verify: {invalid} of {len(lines)} item(s) had invalid input; "
               f"see their 'error' fields", file=sys.stderr)
-        return EXIT_INVALID_ITEMS
-    return 0
+        return FOUND
+    return OK
 

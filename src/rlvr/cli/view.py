@@ -30,12 +30,13 @@ import signal
 import sys
 from typing import Any
 
-EXIT_INPUT = 2
+from rlvr.cli.common import command_parser
+from rlvr.cli.exit_codes import BAD_INPUT, OK
+
 
 
 def add_parser(sub: Any, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, name, help_text, __doc__)
     p.add_argument("runs", nargs="+", metavar="RUN", help="run directories (rlvr train's)")
     p.add_argument("--port", type=int, default=8765, help="port (0: any free one; default "
                    "8765)")
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         runs = Runs([ViewRun.open(path) for path in args.runs])
     except FileNotFoundError as exc:
         print(f"rlvr view: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return BAD_INPUT
     title = "rlvr view: " + ", ".join(r.name for r in runs.runs)
     try:
         if args.export:
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         return _serve(runs, args, title)
     except ViewDependencyError as exc:
         print(f"rlvr view: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return BAD_INPUT
 
 
 def _export(runs: Any, args: argparse.Namespace, title: str) -> int:
@@ -82,7 +83,7 @@ def _export(runs: Any, args: argparse.Namespace, title: str) -> int:
 
     size = export_page(runs, args.export, title, args.export_steps)
     print(f"rlvr view: wrote {args.export} ({size / 1e6:.1f} MB)")
-    return 0
+    return OK
 
 
 def _serve(runs: Any, args: argparse.Namespace, title: str) -> int:
@@ -98,10 +99,10 @@ def _serve(runs: Any, args: argparse.Namespace, title: str) -> int:
         sock = bind(args.host, args.port)
     except ValueError as exc:
         print(f"rlvr view: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return BAD_INPUT
     except OSError as exc:
         print(f"rlvr view: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return BAD_INPUT
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"rlvr view: serving {len(runs.runs)} run(s) on http://{shown}:{port}/ "
@@ -112,4 +113,4 @@ def _serve(runs: Any, args: argparse.Namespace, title: str) -> int:
         serve(runs, sock, title, args.refresh, hosts, args.request_timeout)
     except KeyboardInterrupt:
         pass
-    return 0
+    return OK

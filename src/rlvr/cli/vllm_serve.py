@@ -17,10 +17,12 @@ import argparse
 import os
 import sys
 
+from rlvr.cli.common import command_parser
+from rlvr.cli.exit_codes import BAD_INPUT, OK
+
 
 def add_parser(sub: argparse._SubParsersAction, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, name, help_text, __doc__)
     p.add_argument("--model", required=True, help="packaged alias, .gguf file or HF dir")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
     p.add_argument("--port", type=int, default=8100)
@@ -49,10 +51,10 @@ def run(args: argparse.Namespace) -> int:
         python = require_vllm_python()
     except (ModelNotFound, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     command = server_command(args, python, model_dir)
     print(f"starting: {' '.join(command)}", flush=True)
     # Replace this process: a signal to `rlvr vllm-serve` (terminate, Ctrl-C) reaches the
     # server itself, and no orphaned server outlives its launcher.
     os.execv(command[0], command)
-    return 0  # not reached
+    return OK  # not reached

@@ -23,6 +23,8 @@ from typing import Any, Literal, Sequence, TypeVar, Union
 
 import yaml
 
+from rlvr.errors import UserError
+
 T = TypeVar("T")
 
 
@@ -47,7 +49,7 @@ class Named:
         return repr(self.plain())
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A config value is wrong; the message names the field (and the file, if any)."""
 
     def __init__(self, message: str, field: str = "") -> None:

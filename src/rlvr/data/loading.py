@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from rlvr.data.records import TaskRecord
+from rlvr.errors import UserError
+from rlvr.runs.jsonl import JsonlError, read_jsonl
 from rlvr.verifiers.base import InvalidReference
 from rlvr.verifiers.registry import get_verifier, spec_for
 from rlvr.verifiers.untrusted import Refused, check_name
 
 
-class DataError(ValueError):
+class DataError(UserError, ValueError):
     """A dataset row or file is unusable; the message names the file and line."""
 
 
@@ -120,14 +122,11 @@ def _rows(path: Path) -> Iterator[tuple[str, int, Any]]:
     if path.is_dir():
         yield from _dataset_dir_rows(path)
     elif path.suffix == ".jsonl":
-        with path.open(encoding="utf-8") as stream:
-            for number, line in enumerate(stream, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield f"{path}:{number}", number, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}:{number}: malformed JSON: {exc.msg}") from None
+        try:  # a dataset someone wrote: any malformed line is an error, a last one too
+            for number, row in read_jsonl(path, "raise", objects=False):
+                yield f"{path}:{number}", number, row
+        except JsonlError as exc:
+            raise DataError(str(exc)) from None
     elif path.suffix == ".json":
         try:
             data = json.loads(path.read_text(encoding="utf-8"))

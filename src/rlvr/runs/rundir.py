@@ -15,7 +15,10 @@
 
 Whole files are written atomically (temp file + rename). The JSONL logs are appended a
 step at a time; on resume, lines of steps after the checkpoint are dropped, so a run
-killed mid-step and resumed has logs equal to an uninterrupted run.
+killed mid-step and resumed has logs equal to an uninterrupted run. That rewrite streams
+(line by line into a temp file, then a rename), so its memory does not grow with the
+log, and it drops nothing else: a torn last line (a kill mid-write) goes, a damaged line
+before it stops the resume with its file and line, leaving the file as it was.
 
 Lines are written with `rlvr.textsafe.json_line`: whatever text a record holds (a lone
 surrogate, a control character, U+2028), the line encodes as UTF-8 and stays one line.
@@ -30,7 +33,13 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from rlvr.errors import UserError
+from rlvr.runs.jsonl import JsonlError, JsonlLines
 from rlvr.textsafe import json_line
+
+
+class RunLogError(UserError, ValueError):
+    """A run log has a damaged line before its end; the message names it and what to do."""
 
 
 def default_run_dir(name: str, root: str | Path = "runs") -> Path:
@@ -98,12 +107,11 @@ class RunDir:
         return _read_lines(self.metrics)
 
     def truncate_logs_after(self, step: int) -> None:
-        """Drop log lines of steps > `step` (written after the checkpoint we resume from)."""
+        """Drop log lines of steps > `step` (written after the checkpoint we resume from)
+        and a torn last line; RunLogError on any other malformed line (files untouched)."""
         for path in (self.metrics, self.evals, self.rollouts):
             if path.exists():
-                kept = [r for r in _read_lines(path) if r.get("step", 0) <= step]
-                atomic_write_text(path, "".join(json_line(r) + "\n"
-                                                for r in kept))
+                _truncate_after(path, step)
 
 
 class ReadOnlyRunDir(RunDir):
@@ -139,16 +147,35 @@ def _append_lines(path: Path, records: Iterable[dict[str, Any]]) -> None:
 
 
 def _read_lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    records = []
-    # split on "\n" only: str.splitlines also breaks on U+2028 and friends, which an
-    # older writer may have left raw inside a JSON string
-    for line in path.read_text(encoding="utf-8").split("\n"):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:  # a line cut by a kill mid-write: ignore it
-            continue
-    return records
+    """The log's records; a torn last line (a kill mid-write) is left out, a damaged
+    line before it is an error (RunLogError), never silently dropped."""
+    try:
+        return [record for _, record in JsonlLines(path, "tail", missing_ok=True)]
+    except JsonlError as exc:
+        raise RunLogError(f"{exc}: a damaged line inside the run's log") from None
+
+
+def _truncate_after(path: Path, step: int) -> None:
+    """Copy the lines of steps <= `step` byte for byte into a temp file beside `path`,
+    then rename it over `path`; the file is left alone when nothing changes."""
+    lines = JsonlLines(path, "tail", raw=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    changed = False  # a line dropped, or a newline added after an unterminated last line
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for _, record, raw in lines:
+                if record.get("step", 0) > step or not raw.endswith(b"\n"):
+                    changed = True
+                if record.get("step", 0) <= step:
+                    out.write(raw if raw.endswith(b"\n") else raw + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
+        if changed or lines.torn_tail:
+            os.replace(tmp, path)
+    except JsonlError as exc:
+        raise RunLogError(
+            f"{exc}: a damaged line inside the run's log, not a torn last line, so the "
+            f"resume stopped and left {path.name} as it was; repair or delete line "
+            f"{exc.line}, then resume again") from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)

@@ -23,6 +23,7 @@ import hmac
 import time
 from typing import Any
 
+from rlvr.errors import UserError
 from rlvr.serve.access import host_guard, is_json
 from rlvr.serve.body import count_items, decode_json, encode_json, read_body
 from rlvr.serve.grader import Grader
@@ -32,7 +33,7 @@ from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.contract import invalid_input_line, verdict_line
 
 
-class ServeDependencyError(ImportError):
+class ServeDependencyError(UserError, ImportError):
     """starlette/uvicorn are missing (the `serve` extra)."""
 
 

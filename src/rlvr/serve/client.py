@@ -20,13 +20,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
+from rlvr.errors import ExternalFault
 from rlvr.serve.settings import token_from_env
 
 RETRY_AFTER_CAP_S = 30.0
 SET_ASIDE_S = 30.0  # a server that failed is tried again after this long
 
 
-class ServeError(RuntimeError):
+class ServeError(ExternalFault, RuntimeError):
     """A request the servers could not answer; the message names the URL(s)."""
 
 

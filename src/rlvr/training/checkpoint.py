@@ -23,13 +23,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlvr.errors import ExternalFault
+
 PREFIX = "step-"
 # A write that fails while its device has less than this free is reported as a full disk:
 # torch.save's own message for ENOSPC is an opaque "unexpected pos" from its zip writer.
 NEARLY_FULL_BYTES = 1 << 20
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(ExternalFault, RuntimeError):
     """A checkpoint could not be written; the message names the step, the path and why,
     and the previous checkpoint (left intact) that a resumed run continues from."""
 

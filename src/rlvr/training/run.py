@@ -30,9 +30,11 @@ from rlvr.config import config_to_dict, load_config, save_config
 
 from rlvr.distributed.context import Dist, check_same, init_from_env, peer_failures
 from rlvr.distributed.fsdp import save_optimizer, shard
+from rlvr.errors import UserError
 from rlvr.rollout.factory import build_engine
 from rlvr.runs import Progress, ReadOnlyRunDir, RunDir
 from rlvr.runs.trackers import TrackerSet
+from rlvr.runs.verifier import run_verifier
 from rlvr.training.batch import choose_update_path
 from rlvr.training.checkpoint import (OPTIMIZER_DCP, checkpoint_step, latest_checkpoint,
                                       load_trainer_state, save_checkpoint, staging_dir)
@@ -53,7 +55,7 @@ from rlvr.training.tracking import check_trackers, finish_status, start_trackers
 from rlvr.verifiers.pool import BatchVerifier
 
 
-class ResumeError(RuntimeError):
+class ResumeError(UserError, RuntimeError):
     """The run directory cannot be resumed (no checkpoint, or the run already ended)."""
 
 
@@ -80,6 +82,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     if resume and run.config.is_file():  # the CLI checked the overrides; this, the values
         check_resumable(load_config(TrainConfig, run.config), cfg)
     checkpoint = _resume_point(cfg, run) if resume else None
+    if checkpoint is not None:  # before the model loads: a damaged log line stops us here
+        run.truncate_logs_after(checkpoint_step(checkpoint))
     if dist.is_main:
         save_config(cfg, run.config)  # a resumed run's too: its `steps` may have grown
     # Started before the model: a tracker that cannot start fails the run here.
@@ -124,7 +128,6 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
                 state = load_trainer_state(checkpoint, trainer.optimizer, trainer.scheduler,
                                            trainer.model)
                 trainer.order.load_state_dict(state["data"])
-                run.truncate_logs_after(state["step"])
                 progress.message(f"resuming {run.path} from step {state['step']}")
             # After the step-0 checkpoint (which then holds no all-zero moments) and a resume
             # (whose state is loaded): the moments now, below every step's temporaries.
@@ -304,7 +307,7 @@ def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutL
         raise ResumeError(f"{run.path}: the run already spent its max_seconds="
                           f"{cfg.max_seconds:g} training seconds; give a larger max_seconds")
     schedule = EvalSchedule(cfg.eval.every, cfg.eval.every_s, clock.seconds())
-    audit = LiveAudit(cfg.audit_every, cfg.reward.verifier or cfg.data.default_verifier)
+    audit = LiveAudit(cfg.audit_every, run_verifier(cfg))
     last: dict[str, Any] = {}
     step = first - 1
     clock.start()

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from rlvr.errors import UserError
 from rlvr.textsafe import escape_text, escape_value, json_line, unescape_text, unescape_value
 
 # Reasons the harness itself assigns; verifiers use their own short reasons otherwise.
@@ -14,7 +15,7 @@ REASON_ERROR = "error"
 REASON_INVALID = "invalid_reference"
 
 
-class InvalidReference(ValueError):
+class InvalidReference(UserError, ValueError):
     """The reference (not the completion) is unusable: unknown constraint id, missing
     tests, wrong shape. Raised by `check_reference`/`verify`; the batch runner turns it
     into an error line instead of a silent 0, because it is a data bug, not a bad answer."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rlvr.errors import UserError
 from rlvr.textsafe import escape_text, unescape_text
 from rlvr.verifiers.base import REASON_INVALID, Verdict
 from rlvr.verifiers.pool import Case
@@ -21,7 +22,7 @@ from rlvr.verifiers.pool import Case
 REASON_INVALID_INPUT = "invalid_input"
 
 
-class CaseError(ValueError):
+class CaseError(UserError, ValueError):
     """A record that is valid JSON but not a usable case; `field` names the offending
     field (None: the record itself, e.g. not an object)."""
 

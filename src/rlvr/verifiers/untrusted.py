@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping
 
+from rlvr.errors import UserError
 from rlvr.verifiers.pool import Case
 from rlvr.verifiers.registry import (UnknownVerifier, check_options, is_import_path,
                                      spec_for)
@@ -31,7 +32,7 @@ from rlvr.verifiers.registry import (UnknownVerifier, check_options, is_import_p
 COMPONENT_FIELDS = ("verifier", "weight", "gate", "options", "name", "extract_tag")
 
 
-class Refused(ValueError):
+class Refused(UserError, ValueError):
     """A case that chooses what only the operator may; `field` is the offending field
     (e.g. "options.sandbox", "options.components[1].verifier")."""
 

@@ -14,12 +14,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rlvr.errors import UserError
 from rlvr.textsafe import json_line
 
 STATIC = ("app.js", "style.css")
 
 
-class ViewDependencyError(RuntimeError):
+class ViewDependencyError(UserError, RuntimeError):
     """A package the page needs is not installed; the message says how to get it."""
 
 

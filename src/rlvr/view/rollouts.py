@@ -13,7 +13,6 @@ a `LineProblem` in that step's result.
 
 from __future__ import annotations
 
-import json
 import mmap
 import os
 import time
@@ -21,6 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rlvr.runs.jsonl import parse_line
 
 READ_BLOCK = 1 << 16   # bytes read per probe; a longer line is read on in further blocks
 END = float("inf")     # the "step" past the last complete line
@@ -225,13 +226,10 @@ def _first_step_from(handle: Any, start: int, end: int, limit_lines: int = 1 << 
 
 
 def _parse(line: bytes, offset: int) -> tuple[dict[str, Any] | None, LineProblem | None]:
-    try:
-        record = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return None, LineProblem(offset, f"byte {offset}: not a JSON line ({exc})")
-    if not isinstance(record, dict):
-        return None, LineProblem(offset, f"byte {offset}: a JSON {type(record).__name__}, "
-                                         "not an object")
+    # the shared parse of rlvr.runs.jsonl; lines here are found by byte offset, not number
+    record, problem = parse_line(line)
+    if problem is not None:
+        return None, LineProblem(offset, f"byte {offset}: {problem}")
     return record, None
 
 

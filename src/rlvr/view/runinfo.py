@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from rlvr.runs.jsonl import read_jsonl
+from rlvr.runs.verifier import run_verifier
 from rlvr.view.rollouts import RolloutsFile, file_identity
 
 # The curves the page draws, in order: (metrics.jsonl key, label). Keys a run does not
@@ -55,21 +57,10 @@ class JsonlTable:
         self.records, self.bad_lines, self.partial_tail = [], [], False
         if identity is None:
             return self.records
-        text = self.path.read_text(encoding="utf-8", errors="replace")
-        lines = text.split("\n")
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                if number == len(lines):  # no newline after it: cut mid-write
-                    self.partial_tail = True
-                else:
-                    self.bad_lines.append(number)
-                continue
-            if isinstance(record, dict):
-                self.records.append(record)
+        # a live run's viewer shows what it can and says what it skipped
+        lines = read_jsonl(self.path, "skip", missing_ok=True)
+        self.records = [record for _, record in lines]
+        self.bad_lines, self.partial_tail = lines.bad_lines, lines.torn_tail
         return self.records
 
 
@@ -105,9 +96,7 @@ class ViewRun:
         return data if isinstance(data, dict) else {}
 
     def verifier(self) -> str:
-        config = self.config()
-        reward, data = config.get("reward") or {}, config.get("data") or {}
-        return str(reward.get("verifier") or data.get("default_verifier") or "")
+        return run_verifier(self.config())
 
     def summary(self) -> dict[str, Any]:
         try:

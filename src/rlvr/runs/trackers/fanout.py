@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from rlvr.errors import ExternalFault
 from rlvr.runs.trackers.base import RunInfo, Tracker, attempt_rows, finite_numbers
 
 
-class TrackerError(RuntimeError):
+class TrackerError(ExternalFault, RuntimeError):
     """A tracker could not start (the message names the backend)."""
 
 
