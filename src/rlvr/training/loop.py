@@ -20,9 +20,9 @@ from typing import Any
 import torch
 
 from rlvr.algorithms import (GroupAccumulator, kl_reward_per_sequence, mask_truncated,
-                             masked_mean, mismatch_stats, token_logprobs_and_entropy,
-                             weighted_sum)
+                             mismatch_stats, token_logprobs_and_entropy)
 from rlvr.algorithms import loss_terms
+from rlvr.algorithms.objective import LossInputs
 from rlvr.data.prompts import PromptRenderer
 from rlvr.distributed.context import Dist, reduce_metrics
 from rlvr.distributed.fsdp import full_state_dict, grad_norm, load_full_into
@@ -374,20 +374,10 @@ def _loss_backward(t: Trainer, batch: PackedBatch, mask: torch.Tensor, weights: 
     # backward work unless an entropy bonus uses it.
     logprobs, entropy = token_logprobs_and_entropy(t.update.logits(t.model, batch),
                                                    batch.completion_ids, temperature)  # [b, T]
-    out = t.algo.policy_loss(logprobs, old_logprobs, advantages.to(logprobs.dtype), mask)
-    per_token = out.loss if is_weights is None else out.loss * is_weights  # [b, T]
-    loss = weighted_sum(per_token, mask, weights)
-    stats = {name: float(value) for name, value in out.stats.items()}
-    stats["policy_loss"] = float(loss.detach())
-    inputs = loss_terms.TermInputs(logprobs, entropy, mask, ref_logprobs)
-    for term in t.algo.terms:  # every term aggregated with the same token weights
-        loss = loss + term.coef * weighted_sum(term.per_token(inputs), mask, weights)
-    if ref_logprobs is not None:
-        stats["kl"] = float(masked_mean(t.algo.kl(logprobs.detach(), ref_logprobs), mask))
-    stats["entropy"] = float(masked_mean(entropy.detach(), mask))
-    loss.backward()
-    stats["loss"] = float(loss.detach())
-    return stats
+    out = t.algo.objective(LossInputs(logprobs, entropy, old_logprobs, advantages, mask, weights,
+                                      ref_logprobs, is_weights))
+    out.loss.backward()
+    return out.stats
 
 
 def step_metrics(t: Trainer, step: int, groups: Groups, batch: PackedBatch, mask: torch.Tensor,
