@@ -109,3 +109,24 @@ class RolloutEngine(Protocol):
         """Make the engine sample from `model`'s current weights (a no-op for an engine
         that shares the trainer's module; a weight copy for vLLM)."""
         ...
+
+
+@dataclass(frozen=True)
+class RolloutPath:
+    """Which decode forward an engine runs for its current model, resolved once per run
+    and recorded as `rollout/path` and `rollout/path_reason` (metrics and summary).
+
+    name:   "fast_llama+native" (rlvr's CPU decode with the native step), "fast_llama"
+            (rlvr's CPU decode on torch's GEMMs), "hf" (transformers' forward), "vllm"...
+    reason: why a faster path was not taken ("" when the fastest this engine has ran),
+            e.g. "fast decode off: sampling.fast_decode=false", "no C compiler".
+    """
+
+    name: str
+    reason: str = ""
+
+
+def rollout_path(engine: Any) -> RolloutPath:
+    """The engine's `decode_path()`; an engine without one is named by its class."""
+    describe = getattr(engine, "decode_path", None)
+    return describe() if describe is not None else RolloutPath(type(engine).__name__)

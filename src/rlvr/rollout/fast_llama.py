@@ -39,13 +39,31 @@ from rlvr.models.families import ATTENTION, MLP, supports_fast_decode, unwrap
 from rlvr.rollout import native_gemm
 from rlvr.rollout.capture import SLOTS, ActivationCapture, CaptureShape
 from rlvr.rollout.decode_linear import DecodeLinear, StackedDecodeLinear
-from rlvr.rollout.native_step import NativeStep
+from rlvr.rollout.native_step import MAX_HEAD_DIM, NativeStep
 from rlvr.rollout.rotary import rotate, signed_sin, swap_halves
 
 _FIRST_COLUMNS = 64  # new-token columns allocated up front (the buffer doubles as needed)
 
 # The family check lives in rlvr.models.families; this module's name for it.
 supports = supports_fast_decode
+
+
+def why_not_native(model: Any) -> str:
+    """Why decode steps of `model` will not run as one native call ("" when they will):
+    the kernels are off or failed to build, or the weights are not what they take."""
+    off = native_gemm.why_off()
+    if off:
+        return off
+    base = unwrap(model)
+    dtypes = {p.dtype for p in base.parameters()}
+    if dtypes != {torch.float32}:
+        names = ", ".join(sorted(str(d).removeprefix("torch.") for d in dtypes))
+        return f"the native kernels take float32 weights; the model has {names}"
+    head_dim = getattr(base.config, "head_dim", None) or (base.config.hidden_size
+                                                          // base.config.num_attention_heads)
+    if head_dim > MAX_HEAD_DIM or head_dim % 2:
+        return f"the native step takes an even head_dim up to {MAX_HEAD_DIM}; this has {head_dim}"
+    return ""
 
 
 def effective_linear(module: Any) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 import torch
 
-from rlvr.rollout.base import Completion, EngineCapabilities, SamplingParams
+from rlvr.rollout.base import Completion, EngineCapabilities, RolloutPath, SamplingParams
 from rlvr.rollout.vllm_client import VLLMClient
 
 
@@ -101,6 +101,10 @@ class VLLMEngine:
         else:
             raise ValueError(f"sampling.vllm.mode must be colocate or server, got "
                              f"{settings.mode!r}")
+
+    def decode_path(self) -> RolloutPath:
+        """vLLM samples (its own kernels); recorded as rollout/path."""
+        return RolloutPath("vllm")
 
     # -- sampling ---------------------------------------------------------------------
     def generate(self, prompts: Sequence[str], n: int,

@@ -57,6 +57,9 @@ class Trainer:
     update: Any = None  # the update's forward (rlvr.update_paths), resolved once by run.py
     dist: Dist = field(default_factory=Dist)  # this rank and the others (world 1: alone)
     sampler: Any = None  # under FSDP: the engine's unsharded copy of the policy
+    # The two seams, resolved once by run.py and written on every metrics line:
+    # rollout/path, rollout/path_reason, update/path_reason (`recorded_paths`).
+    paths: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.algo = build_algorithm(self.cfg.algorithm, self.cfg.sampling.max_new_tokens,
@@ -118,6 +121,7 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     metrics.update(sync_parts)
     metrics["time/step"] = time.perf_counter() - began
     metrics["update/path"] = t.update.take_ran()  # the forwards this step's update ran
+    metrics.update(t.paths)  # rollout/path and why no faster path runs (once per run)
     metrics = reduce_metrics(t.dist, metrics, keep=GLOBAL_METRICS,
                              tokens=float((mask > 0).sum()), per_token=per_token_stats(t))
     local = rewards[start:start + len(advantages)]

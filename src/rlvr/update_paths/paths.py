@@ -21,7 +21,8 @@ and the run's shapes; `auto` is the old per-batch choice made once: replay where
 run, else tree, else the cheapest of packed/two_pass/plain by the FLOP estimate
 (shared_prefix.path_costs) at the configured shape. A path asked for by name that
 cannot run is a ConfigError naming `update.path` and the reason. Each gradient forward
-records the route it took (`take_ran`), so every metrics line says what ran.
+records the route it took (`take_ran`), so every metrics line says what ran, and the
+resolved path says why no faster one was chosen (`reason`, update/path_reason).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class UpdatePath:
 
     name = "plain"
     wants_activations = False  # ask the engine to keep activations (replay only)
+    reason = ""  # why a faster path was not chosen (update/path_reason; "" = none was)
 
     def __init__(self) -> None:
         self._ran: list[str] = []
@@ -141,9 +143,22 @@ def resolve_update_path(requested: str, model: Any, shape: RunShape) -> UpdatePa
             raise ConfigError(f"{requested} cannot run: {reason}", "update.path")
     name = requested if requested != "auto" else (
         "replay" if why_not("replay", model, shape) is None else _cheapest(model, shape))
+    path = ReplayPath(fallback=_build(_cheapest(model, shape))) if name == "replay" \
+        else _build(name)
+    path.reason = _why_not_faster(requested, name, model, shape)
+    return path
+
+
+def _why_not_faster(requested: str, name: str, model: Any, shape: RunShape) -> str:
+    """Why `name` and not a faster path: asked for by name, or what ruled out replay and
+    tree ("" when replay runs)."""
     if name == "replay":
-        return ReplayPath(fallback=_build(_cheapest(model, shape)))
-    return _build(name)
+        return ""
+    if requested != "auto":
+        return f"asked for: update.path={requested}"
+    skipped = [f"{faster}: {why_not(faster, model, shape)}" for faster in ("replay", "tree")
+               if faster != name and why_not(faster, model, shape)]
+    return "; ".join(skipped)
 
 
 def why_not(name: str, model: Any, shape: RunShape) -> str | None:
