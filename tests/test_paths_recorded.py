@@ -11,7 +11,7 @@ import json
 import pytest
 import torch
 
-from rlvr.rollout import native_gemm
+from rlvr.accel.decode import native_gemm
 from rlvr.rollout.base import SamplingParams, rollout_path
 from rlvr.rollout.hf import HFRolloutEngine
 from rlvr.training.run import train
@@ -56,7 +56,8 @@ def test_fast_decode_off_is_recorded_with_its_setting(tmp_path):
     assert recorded["rollout/path_reason"] == "fast decode off: sampling.fast_decode=false"
     # transformers' decode keeps no activations: the update cannot replay them
     assert recorded["update/path"] == "tree"
-    assert recorded["update/path_reason"] == "replay: engine 'hf' keeps no activations for this model"
+    assert recorded["update/path_reason"] == (
+        "replay: engine 'hf' keeps no activations for this model")
 
 
 def test_native_kernels_off_by_env(tmp_path, monkeypatch, fresh_native_load):

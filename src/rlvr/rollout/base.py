@@ -34,7 +34,7 @@ class EngineCapabilities:
 
     keeps_activations:      it can attach `KeptActivations` to completions (when
                             `SamplingParams.keep_activations` asks), which an update path
-                            may replay instead of recomputing (rlvr.update_paths.replay).
+                            may replay instead of recomputing (rlvr.accel.update.replay).
     logprobs_match_trainer: its per-token log-probs are the trainer's forward's numbers
                             (same weights, same math), so they serve as pi_old as they
                             are. When not, the update recomputes pi_old and, by default,
@@ -57,7 +57,7 @@ class KeptActivations:
     """What the engine's forward computed for one completion, kept for the update.
 
     store: the engine's buffers for one decode call, shared by its completions
-           (rlvr.rollout.capture.ActivationCapture for the HF engine's fast decode); it
+           (rlvr.accel.decode.capture.ActivationCapture for the HF engine's fast decode); it
            knows which model computed it through a weak reference (`made_by`), so a
            freed model's address reused by another object never matches.
     row:   this completion's generation row in the store.

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import torch
 
 from rlvr.models.families import LLAMA_FAMILY, cache_kwarg, unwrap
-from rlvr.rollout import fast_llama
+from rlvr.accel.decode import fast_llama
 from rlvr.rollout.base import (Completion, EngineCapabilities, KeptActivations, RolloutPath,
                               SamplingParams)
 from rlvr.rollout.sampling import filter_logits, sample_tokens
@@ -31,7 +31,7 @@ class HFRolloutEngine:
                     (the prompt renderer writes BOS / the chat template itself).
     max_batch_rows: rows (prompt x sample) decoded together; larger batches are split.
     activation_budget_gb: with `SamplingParams.keep_activations`, the most memory a
-                    decode call's kept activations may take (rlvr.rollout.capture; CPU
+                    decode call's kept activations may take (rlvr.accel.decode.capture; CPU
                     fast decode only); a call that would need more keeps none.
     """
 

@@ -6,15 +6,15 @@ left-padded to P columns, completions right-padded to T). They differ in the wor
 
   plain     the full batch through the model, every row repeating its prompt; any model.
   packed    each GRPO group as one row [prompt | completion 1 | ... | completion n] with
-            a 4D tree mask (shared_prefix.py); models on sdpa/eager attention.
+            a 4D tree mask (rlvr.accel.update.shared_prefix); models on sdpa/eager.
   tree      the packed row with rlvr's tree attention, only the allowed query/key pairs
-            (tree_attention.py); Llama-family models on sdpa/eager.
+            (rlvr.accel.update.tree_attention); Llama-family models on sdpa/eager.
   two_pass  per group, the prompt once into a KV cache, the completions on top
-            (shared_prefix.py); not under gradient checkpointing (no cache there).
-  replay    the packed tree row from the sampler's kept activations (replay.py,
-            replay_layers.py): no forward GEMM at all. Exact only until the weights move,
-            so later minibatches/epochs and forwards of another model (the KL reference)
-            take its fallback, the path `auto` would choose without replay.
+            (rlvr.accel.update.shared_prefix); not under gradient checkpointing.
+  replay    the packed tree row from the sampler's kept activations
+            (rlvr.accel.update.replay): no forward GEMM at all. Exact only until the
+            weights move, so later minibatches/epochs and forwards of another model (the
+            KL reference) take its fallback, the path `auto` would choose without replay.
 
 `resolve_update_path` turns the configured name into one of these once, from the model
 and the run's shapes; `auto` is the old per-batch choice made once: replay where it can
@@ -36,10 +36,10 @@ import torch
 from rlvr.algorithms.row_logits import RowLogits
 from rlvr.config import ConfigError
 from rlvr.models.families import gradient_checkpointing
-from rlvr.update_paths.replay import replay_logits, why_not_replay
-from rlvr.update_paths.shared_prefix import (PACKABLE_ATTENTION, Group, ModelShape,
+from rlvr.accel.update.replay import replay_logits, why_not_replay
+from rlvr.accel.update.shared_prefix import (PACKABLE_ATTENTION, Group, ModelShape,
                                              path_costs, shared_prompt_logits)
-from rlvr.update_paths.tree_attention import supports_tree_attention
+from rlvr.accel.update.tree_attention import supports_tree_attention
 
 PATHS = ("plain", "packed", "tree", "two_pass", "replay")
 

@@ -2,7 +2,7 @@
 
 Two sources make one library: the decode GEMM (native/decode_gemm.c, called here) and
 the whole decode step built on it (native/decode_step.c, called by
-rlvr.rollout.native_step). The C sources ship with the package. On first use they are
+rlvr.accel.decode.native_step). The C sources ship with the package. On first use they are
 compiled with the system C
 compiler (`$CC`, else `cc`/`gcc`) as `-O3 -march=native -fopenmp` into the rlvr cache
 ($RLVR_CACHE or ~/.cache/rlvr, under native/), named by a hash of the source, the flags,
