@@ -120,7 +120,7 @@ class PromptConfig:
 
 @dataclass
 class VLLMConfig:
-    """The vLLM engine's settings (sampling.engine=vllm; rlvr.rollout.vllm_engine)."""
+    """The vLLM engine's settings (sampling.engine=vllm; rlvr.rollout.vllm.engine)."""
 
     mode: Literal["colocate", "server"] = _doc(
         "colocate: vllm.LLM in this process (run rlvr from the vLLM environment, "
