@@ -30,7 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "adapters": {"verifiers", "serve"},
     "audit": {"runs", "textsafe"},
     "view": {"audit", "runs", "serve.listen"},
-    "serve": {"verifiers"},
+    "serve": {"verifiers", "rollout.http_json"},
     "algorithms": set(),
     "distributed": set(),
     "verifiers": {"textsafe"},
