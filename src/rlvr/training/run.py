@@ -99,6 +99,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         # Chosen once, before the warm-start: a path that cannot run fails here.
         update = choose_update_path(plain_update(cfg) if dist.active else cfg, model, engine,
                                     tokenizer, renderer.render, train_records)
+        if dist.active:  # not asked for: recorded as what it is
+            update.reason = "FSDP runs the plain update (the fast paths are single-process)"
         verifiers = ({cfg.reward.verifier} if cfg.reward.verifier
                      else {r.verifier for r in train_records}) | ({cfg.eval.verifier} - {""})
         with verifier_pool(cfg.reward, preload=sorted(verifiers)) as workers:
