@@ -40,8 +40,8 @@ from pathlib import Path
 
 import torch
 
-from rlvr.rollout import native_gemm
-from rlvr.rollout.decode_linear import DecodeLinear, onednn_available
+from rlvr.accel.decode import native_gemm
+from rlvr.accel.decode.decode_linear import DecodeLinear, onednn_available
 
 HIDDEN, INTERMEDIATE, VOCAB, LAYERS = 576, 1536, 49152, 30
 SHAPES = [(960, HIDDEN), (HIDDEN, HIDDEN), (2 * INTERMEDIATE, HIDDEN),
@@ -82,7 +82,7 @@ def compare_decode(reference: str, args: argparse.Namespace) -> None:
     from transformers import AutoModelForCausalLM
 
     from rlvr.models import resolve_model
-    from rlvr.rollout.fast_llama import FastLlama
+    from rlvr.accel.decode.fast_llama import FastLlama
 
     model = AutoModelForCausalLM.from_pretrained(resolve_model(reference),
                                                  dtype=torch.float32).eval()

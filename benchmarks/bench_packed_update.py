@@ -4,7 +4,7 @@ full batch.
 
 Workload (issue 6): SmolLM2-135M-Instruct, fp32 CPU, 1 prompt of 95 tokens x 8
 completions of 32 tokens. Each timed step: completion logits (one path of
-rlvr.update_paths.shared_prefix, or the plain forward), rlvr.algorithms.token_logprobs,
+rlvr.accel.update.shared_prefix, or the plain forward), rlvr.algorithms.token_logprobs,
 backward of the masked sum. Paths run interleaved, median of --repeats after one warm
 -up each; ratios against packed (4D mask) and tree survive a noisy shared machine. Also
 prints the path the automatic choice takes and the largest log-prob difference vs plain.
@@ -24,7 +24,7 @@ import torch
 from rlvr.algorithms import token_logprobs
 from rlvr.rollout.base import Completion
 from rlvr.training.batch import pack
-from rlvr.update_paths.shared_prefix import (ModelShape, choose_path, group_rows,
+from rlvr.accel.update.shared_prefix import (ModelShape, choose_path, group_rows,
                                              shared_prompt_logits)
 
 MODEL_DIR = Path("/tmp/rlvrcache/models/smollm2-135m-instruct-a57964ac1204")

@@ -44,7 +44,7 @@ PROBE_ROWS = 16
 
 def ensure_vllm_python(argv: list[str]) -> None:
     """Re-execute in the vLLM environment unless this Python has vllm."""
-    from rlvr.rollout.vllm_env import ENV_DIR, vllm_importable
+    from rlvr.rollout.vllm.env import ENV_DIR, vllm_importable
 
     if vllm_importable():
         return
@@ -62,7 +62,7 @@ def probe_engine_class() -> type:
     """VLLMEngine that, at each sync, scores the last batch before and after it."""
     import torch
 
-    from rlvr.rollout.vllm_engine import VLLMEngine, trainer_logprobs
+    from rlvr.rollout.vllm.engine import VLLMEngine, trainer_logprobs
 
     class ProbeVLLMEngine(VLLMEngine):
         records: list[dict[str, float]] = []
@@ -162,7 +162,7 @@ def speed_part(repeats: int) -> dict[str, Any]:
 
     from rlvr.rollout.base import SamplingParams
     from rlvr.rollout.hf import HFRolloutEngine
-    from rlvr.rollout.vllm_engine import VLLMEngine, VLLMSettings
+    from rlvr.rollout.vllm.engine import VLLMEngine, VLLMSettings
     from rlvr.training.setup import every_core, load_policy
     from rlvr.config import load_config
     from rlvr.training.config import TrainConfig
@@ -199,7 +199,7 @@ def server_part(model: Any, tokenizer: Any, engine_tokens: Any, repeats: int) ->
 
     import torch
 
-    from rlvr.rollout.vllm_engine import VLLMEngine, VLLMSettings
+    from rlvr.rollout.vllm.engine import VLLMEngine, VLLMSettings
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

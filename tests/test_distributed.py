@@ -108,6 +108,9 @@ def test_two_ranks_end_at_the_one_process_weights(runs, name):
         assert b["loss"] == pytest.approx(a["loss"], abs=1e-6)
         assert b["grad_norm"] == pytest.approx(a["grad_norm"], rel=1e-5)
         assert b["update/path"] == "plain"  # the distributed path says which it ran
+        assert b["update/path_reason"] == (  # and why: not asked for, FSDP's
+            "FSDP runs the plain update (the fast paths are single-process)")
+        assert b["rollout/path"] == a["rollout/path"]  # each rank decodes as one process
         if name == "kl":  # the penalty was measured, against the same reference; with
             # it every row runs in one process too, so the statistics cover the same
             # tokens: means the ranks hold unequal shares of, combined by token count

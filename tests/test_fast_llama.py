@@ -3,7 +3,7 @@ next-token logits after a left-padded prefill and after every decode step, for g
 and plain attention, with biases (Qwen2, Llama attention_bias/mlp_bias), after the
 weights change in place, and through the rollout engine (same tokens as the
 transformers path for the same seed). The decode steps are checked on both of
-FastLlama's paths: the native step (rlvr.rollout.native_step) and torch's."""
+FastLlama's paths: the native step (rlvr.accel.decode.native_step) and torch's."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import torch
 from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
                           MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
 
-from rlvr.rollout import native_gemm
+from rlvr.accel.decode import native_gemm
 from rlvr.rollout.base import SamplingParams
-from rlvr.rollout.decode_linear import DecodeLinear, onednn_available
-from rlvr.rollout.fast_llama import FastLlama, supports
+from rlvr.accel.decode.decode_linear import DecodeLinear, onednn_available
+from rlvr.accel.decode.fast_llama import FastLlama, supports
 from rlvr.rollout.hf import HFRolloutEngine
-from rlvr.rollout.native_step import NativeStep
+from rlvr.accel.decode.native_step import NativeStep
 from rlvr.training.tiny import char_tokenizer
 
 SMALL = dict(vocab_size=61, hidden_size=32, intermediate_size=48, num_hidden_layers=2,

@@ -66,7 +66,7 @@ def test_vllm_recipe_overrides_load_on_the_gsm8k_config():
     cfg = load_config(TrainConfig, REPO / "configs" / "gsm8k.yaml",
                       recipe_overrides(_args(), "vllm"))
     assert cfg.sampling.engine == "vllm" and cfg.sampling.vllm.mode == "colocate"
-    from rlvr.rollout.vllm_engine import VLLMSettings, _sync_mode
+    from rlvr.rollout.vllm.engine import VLLMSettings, _sync_mode
 
     settings = VLLMSettings(**{k: getattr(cfg.sampling.vllm, k)
                                for k in ("mode", "sync", "sleep")})

@@ -315,7 +315,7 @@ def test_registered_and_reachable_through_the_pool():
 
 
 def test_structured_sends_the_verdict_schema_that_judge_serve_accepts():
-    from rlvr.rollout.chat_schema import SchemaError, integer_fields
+    from rlvr.serve.chat_schema import SchemaError, integer_fields
 
     with ScriptedEndpoint(answering('{"c1": 10, "c2": 10}')) as ep:
         judge(ep, structured=True).verify("Paris.", RUBRIC)

@@ -1,4 +1,4 @@
-"""rlvr's native decode GEMM (rlvr.rollout.native_gemm, native/decode_gemm.c) computes
+"""rlvr's native decode GEMM (rlvr.accel.decode.native_gemm, native/decode_gemm.c) computes
 x @ W.T + b as a float64 reference does, to float32 accumulation error, for every row
 count it takes and shapes that fill no tile evenly; DecodeLinear gives the same result
 through it, through its fallback (RLVR_NATIVE_KERNELS=0) and for prefill-sized calls;
@@ -19,8 +19,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from rlvr.rollout import native_gemm
-from rlvr.rollout.decode_linear import DecodeLinear, StackedDecodeLinear, fused
+from rlvr.accel.decode import native_gemm
+from rlvr.accel.decode.decode_linear import DecodeLinear, StackedDecodeLinear, fused
 
 pytestmark = pytest.mark.skipif(native_gemm.compiler() is None,
                                 reason="no C compiler on PATH to build the native kernel")
@@ -215,7 +215,7 @@ def test_failed_build_falls_back_with_a_debug_log(monkeypatch, tmp_path, caplog)
     monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
     native_gemm._load_once.cache_clear()
     try:
-        with caplog.at_level(logging.DEBUG, logger="rlvr.rollout.native_gemm"):
+        with caplog.at_level(logging.DEBUG, logger="rlvr.accel.decode.native_gemm"):
             assert native_gemm.load() is None
         assert "cannot compile" in caplog.text
         assert DecodeLinear(torch.randn(3, 4)).native is None
@@ -243,7 +243,7 @@ def test_build_is_cached_by_key_and_reused(monkeypatch, tmp_path):
 def test_kernel_shares_torchs_openmp_runtime(library):
     # In a fresh process: this one may hold other libraries' runtimes by now (an earlier
     # test's import of scikit-learn brings its own libgomp), which says nothing of ours.
-    script = ("import torch\nfrom rlvr.rollout import native_gemm\n"
+    script = ("import torch\nfrom rlvr.accel.decode import native_gemm\n"
               "assert native_gemm.load() is not None\n"
               "import json\n"
               "print(json.dumps(sorted({l.split()[-1] for l in open('/proc/self/maps') "

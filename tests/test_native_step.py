@@ -1,4 +1,4 @@
-"""The native decode step (rlvr.rollout.native_step, native/decode_step.c) computes what
+"""The native decode step (rlvr.accel.decode.native_step, native/decode_step.c) computes what
 FastLlama's torch step computes: the same logits and, when activations are kept, the
 same GEMM outputs in the capture (the replay's inputs); the same bits on any number of
 threads; and it steps aside (torch's step runs) where it does not apply. Logits against
@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rlvr.rollout import native_gemm
-from rlvr.rollout.capture import SLOTS
-from rlvr.rollout.fast_llama import FastLlama
-from rlvr.rollout.native_step import NativeStep
+from rlvr.accel.decode import native_gemm
+from rlvr.accel.decode.capture import SLOTS
+from rlvr.accel.decode.fast_llama import FastLlama
+from rlvr.accel.decode.native_step import NativeStep
 from test_fast_llama import MODELS, _left_padded, _llama
 
 pytestmark = pytest.mark.skipif(native_gemm.load() is None,

@@ -1,4 +1,4 @@
-"""The update's forward replayed from the sampler's kept activations (rlvr.update_paths.replay)
+"""The update's forward replayed from the sampler's kept activations (rlvr.accel.update.replay)
 equals the ordinary forward: same log-probs, same gradients; it steps aside whenever it
 would not be exact."""
 
@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-import rlvr.update_paths.replay as replay
+import rlvr.accel.update.replay as replay
 from rlvr.algorithms import token_logprobs
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.hf import HFRolloutEngine

@@ -12,7 +12,7 @@ import torch
 from rlvr.config import ConfigError
 from rlvr.rollout import factory
 from rlvr.rollout.base import EngineCapabilities, KeptActivations, SamplingParams
-from rlvr.rollout.capture import ActivationCapture
+from rlvr.accel.decode.capture import ActivationCapture
 from rlvr.rollout.hf import HFRolloutEngine
 from rlvr.training.tiny import char_tokenizer, tiny_llama
 from train_helpers import plugin_reward, tiny_config
@@ -114,7 +114,7 @@ def test_kept_activations_know_their_model_by_weak_reference():
 
 def test_capture_docstring_names_only_what_exists():
     """Every `name` the ActivationCapture docstring lists is an attribute of a capture."""
-    from rlvr.rollout.capture import CaptureShape
+    from rlvr.accel.decode.capture import CaptureShape
 
     shape = CaptureShape(layers=1, widths={"qkv": 6, "o": 2, "gate_up": 4, "down": 2},
                          vocab=5, prompts=1, prompt_width=2, samples=2, max_new_tokens=3)

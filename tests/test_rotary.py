@@ -1,4 +1,4 @@
-"""rlvr.rollout.rotary: the rotation equals transformers' apply_rotary_pos_emb, and the
+"""rlvr.accel.decode.rotary: the rotation equals transformers' apply_rotary_pos_emb, and the
 hand-written transpose equals autograd's gradient of it."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-from rlvr.rollout.rotary import rotate, rotate_backward, signed_sin
+from rlvr.accel.decode.rotary import rotate, rotate_backward, signed_sin
 
 
 def _tables(rows: int, dim: int) -> tuple[torch.Tensor, torch.Tensor]:

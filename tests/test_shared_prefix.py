@@ -12,10 +12,10 @@ from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCau
 
 from rlvr.rollout.base import Completion
 from rlvr.training.batch import pack
-from rlvr.update_paths.shared_prefix import (EXTRA_GRADIENT_FLOPS_PER_PARAM, Group, ModelShape,
+from rlvr.accel.update.shared_prefix import (EXTRA_GRADIENT_FLOPS_PER_PARAM, Group, ModelShape,
                                          choose_path, group_rows, path_costs,
                                          shared_prompt_logits, tree_attention_mask)
-from rlvr.update_paths.tree_attention import (TREE_ATTENTION, build_tree_layout, tree_attention,
+from rlvr.accel.update.tree_attention import (TREE_ATTENTION, build_tree_layout, tree_attention,
                                           tree_attention_enabled)
 
 VOCAB = 50

@@ -25,9 +25,10 @@ PACED = [*TINY_OVERRIDES, f"steps={STEPS}", f"checkpoint_every={EVERY}", "keep_c
 
 
 def _comparable(run_dir):
-    """metrics.jsonl without wall-clock fields, and each step's update path apart."""
+    """metrics.jsonl without wall-clock fields, and each step's recorded paths apart
+    (update/path, rollout/path and their reasons: names, not numbers)."""
     rows = [{k: v for k, v in m.items() if not k.startswith(TIMING)} for m in logged(run_dir)]
-    return rows, [m.pop("update/path") for m in rows]
+    return rows, [{k: m.pop(k) for k in [k for k in m if "/path" in k]} for m in rows]
 
 
 def _assert_same_run(part, full, last_step):

@@ -20,7 +20,7 @@ import rlvr.training.loop as loop
 import rlvr.training.run as run_module
 import rlvr.training.sft as sft
 from rlvr.algorithms import token_logprobs_and_entropy
-from rlvr.rollout.fast_llama import FastLlama
+from rlvr.accel.decode.fast_llama import FastLlama
 from rlvr.training.run import train
 from train_helpers import plugin_reward, tiny_config
 
@@ -104,7 +104,7 @@ def test_the_memory_fixes_change_no_result(tmp_path, monkeypatch):
     with monkeypatch.context() as old:
         old.setattr(loop, "release_gradients", lambda optimizer: None)
         old.setattr(sft, "release_gradients", lambda optimizer: None)
-        old.setattr("rlvr.rollout.fast_llama.FastLlama", _CopyingKeep)
+        old.setattr("rlvr.accel.decode.fast_llama.FastLlama", _CopyingKeep)
         old.setattr(loop, "token_logprobs_and_entropy", _with_a_gradient_buffer)
         train(cfg, tmp_path / "before")
     assert _CopyingKeep.calls > 0  # finished rows did leave the decode batch

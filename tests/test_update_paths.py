@@ -5,6 +5,7 @@ run is refused by name before training."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from pathlib import Path
@@ -12,12 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from rlvr.algorithms import loss_aggregation, policy_loss, token_logprobs_and_entropy, weighted_sum
+from rlvr.algorithms import (LossInputs, Objective, loss_aggregation, policy_loss,
+                             token_logprobs_and_entropy)
 from rlvr.config import ConfigError
 from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.hf import HFRolloutEngine
 from rlvr.training.batch import pack
-from rlvr.training.reference_step import grpo_loss, group_advantages
+from rlvr.training.reference_step import grpo_loss, grpo_step, group_advantages
 from rlvr.training.run import train
 from rlvr.training.tiny import char_tokenizer, tiny_llama
 from rlvr.update_paths import PATHS, RunShape, resolve_update_path
@@ -53,17 +55,21 @@ def _reference_grads(model, flat, old, rewards):
 
 
 def _trainer_grads(model, path, batch, old, rewards):
-    """The trainer's update computation (loop._loss_backward's terms) on `path`."""
+    """The trainer's update computation (the loop's objective, rlvr.algorithms.objective)
+    on `path`."""
     model.zero_grad(set_to_none=True)
     old_logprobs = torch.zeros_like(batch.old_logprobs)  # [B, T]
     for row, values in enumerate(old):
         old_logprobs[row, :len(values)] = values
     mask = batch.mask.float()  # [B, T]
-    logprobs, _ = token_logprobs_and_entropy(path.logits(model, batch), batch.completion_ids)
-    out = policy_loss("ppo_clip", eps_low=0.2, eps_high=0.2)(
-        logprobs, old_logprobs, group_advantages(rewards).flatten(), mask)
-    weighted_sum(out.loss, mask, loss_aggregation("token_mean").weights(mask)).backward()
-    assert 0 < float(out.stats["clip_frac"]) < 1  # the clip is exercised, not idle
+    logprobs, entropy = token_logprobs_and_entropy(path.logits(model, batch),
+                                                   batch.completion_ids)
+    advantages = group_advantages(rewards).flatten()  # [B]
+    objective = Objective(policy_loss("ppo_clip", eps_low=0.2, eps_high=0.2))
+    out = objective(LossInputs(logprobs, entropy, old_logprobs, advantages, mask,
+                               loss_aggregation("token_mean").weights(mask)))
+    out.loss.backward()
+    assert 0 < out.stats["clip_frac"] < 1  # the clip is exercised, not idle
     return {n: p.grad.clone() for n, p in model.named_parameters()}
 
 
@@ -81,6 +87,25 @@ def test_every_path_gives_the_reference_gradient(sampled, name):
         assert grad.norm() > 0, key
         error = (got[key] - grad).norm() / grad.norm()
         assert error < 1e-5, f"{name} {key}: relative error {float(error):.2e}"
+
+
+def test_the_reference_step_moves_the_weights_as_the_trainer_objective(sampled):
+    """grpo_step (one optimizer step, the obvious way) and one step on the trainer's
+    objective over the plain path end at the same weights."""
+    model, tokenizer, flat, old, rewards = sampled
+    copied = copy.deepcopy(model)  # the shared model's weights stay as sampled (replay)
+    prompts, completions = [c.prompt_ids for c in flat], [c.token_ids for c in flat]
+    loss = grpo_step(copied, torch.optim.SGD(copied.parameters(), lr=0.5), prompts,
+                     completions, old, rewards)
+    stepped = dict(copied.named_parameters())
+    batch = pack(flat, tokenizer.pad_token_id, torch.device("cpu"))
+    grads = _trainer_grads(model, resolve_update_path("plain", model, SHAPE), batch, old,
+                           rewards)
+    assert loss != 0
+    for name, parameter in model.named_parameters():
+        assert not torch.equal(stepped[name], parameter), name  # the step moved it
+        moved = parameter.detach() - 0.5 * grads[name]  # SGD's step on the objective's grad
+        torch.testing.assert_close(stepped[name].detach(), moved, rtol=1e-5, atol=1e-6)
 
 
 def test_auto_resolves_once_to_replay_then_falls_back(sampled):

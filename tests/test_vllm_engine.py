@@ -1,4 +1,4 @@
-"""The vLLM rollout engine (rlvr.rollout.vllm_engine) on a tiny char-level Llama: the
+"""The vLLM rollout engine (rlvr.rollout.vllm.engine) on a tiny char-level Llama: the
 generation contract, weight syncs that provably take effect (file, direct), syncs that
 fail loudly, bad input, and a colocated training run's metrics (server mode:
 tests/test_vllm_server.py).
@@ -23,9 +23,9 @@ from safetensors.torch import load_file, save_file
 
 from rlvr.config import ConfigError
 from rlvr.rollout.base import SamplingParams
-from rlvr.rollout.vllm_client import VLLMServerError
-from rlvr.rollout.vllm_engine import VLLMEngine, VLLMSettings, WeightSyncError
-from rlvr.rollout.vllm_env import vllm_importable
+from rlvr.rollout.vllm.client import VLLMServerError
+from rlvr.rollout.vllm.engine import VLLMEngine, VLLMSettings, WeightSyncError
+from rlvr.rollout.vllm.env import vllm_importable
 from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
 from train_helpers import tiny_config
 from vllm_helpers import (ENGINE_SHAPE, PROMPTS, TRAIN_MODEL, TRAIN_SHAPE, VLLM_MISSING,
@@ -257,7 +257,7 @@ def test_weight_sync_takes_effect(resync, mode):
 def test_file_sync_writes_every_key_of_a_tied_model(resync, tmp_path, monkeypatch):
     """vLLM's in-place reload leaves the head stale when the file has no lm_head.weight
     (as save_pretrained writes a tied model): the file must hold it."""
-    import rlvr.rollout.vllm_engine as vllm_engine
+    import rlvr.rollout.vllm.engine as vllm_engine
 
     engine, model = resync.engine, resync.model
     assert model.config.tie_word_embeddings
@@ -351,7 +351,7 @@ def test_sync_whose_load_raises_is_a_weight_sync_error(resync, monkeypatch):
 
 @needs_vllm
 def test_unknown_architecture_is_refused_naming_the_directory(tmp_path):
-    from rlvr.rollout.vllm_runner import RunnerSettings, VLLMLoadError, VLLMRunner
+    from rlvr.rollout.vllm.runner import RunnerSettings, VLLMLoadError, VLLMRunner
 
     bad = tmp_path / "odd-model"
     bad.mkdir()
@@ -375,7 +375,7 @@ def test_server_refuses_an_unknown_architecture(tmp_path):
     bad = tmp_path / "odd-model"
     bad.mkdir()
     (bad / "config.json").write_text(json.dumps({"architectures": ["NoSuchForCausalLM"]}))
-    done = subprocess.run([sys.executable, "-m", "rlvr.rollout.vllm_server", "--model",
+    done = subprocess.run([sys.executable, "-m", "rlvr.rollout.vllm.server", "--model",
                            str(bad), "--port", str(free_port())],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2

@@ -28,7 +28,7 @@ MODEL = "smollm2-135m-instruct"
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory):
     from rlvr.models import resolve_model
-    from rlvr.rollout.vllm_runner import thread_binding
+    from rlvr.rollout.vllm.runner import thread_binding
 
     model_dir = resolve_model(MODEL)
     port = free_port()

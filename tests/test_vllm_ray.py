@@ -1,4 +1,4 @@
-"""A vLLM server placed as a Ray actor (rlvr.rollout.vllm_ray) serves the engine's server
+"""A vLLM server placed as a Ray actor (rlvr.rollout.vllm.ray_servers) serves the engine's server
 mode: the trainer's weights reach it and its samples' log-probs are the trainer's.
 
 Needs Ray (`pip install -e '.[ray]'`) in this environment and a vLLM environment for the
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rlvr.rollout.base import SamplingParams
-from rlvr.rollout.vllm_env import find_vllm_python
+from rlvr.rollout.vllm.env import find_vllm_python
 from rlvr.training.tiny import TinyModelSpec, build_tiny, char_tokenizer, tiny_llama
 from vllm_helpers import ENGINE_SHAPE, PROMPTS, forward_logprobs, optimizer_step
 
@@ -28,7 +28,7 @@ def local_ray():
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, local_ray):
-    from rlvr.rollout.vllm_ray import start_vllm_servers, stop_vllm_servers
+    from rlvr.rollout.vllm.ray_servers import start_vllm_servers, stop_vllm_servers
 
     model_dir = build_tiny(tmp_path_factory.mktemp("model") / "tiny",
                            TinyModelSpec(**ENGINE_SHAPE), seed=5)
@@ -39,7 +39,7 @@ def served(tmp_path_factory, local_ray):
 
 
 def test_engine_trains_against_a_server_placed_by_ray(served, tmp_path):
-    from rlvr.rollout.vllm_engine import VLLMEngine, VLLMSettings
+    from rlvr.rollout.vllm.engine import VLLMEngine, VLLMSettings
 
     assert served.url.startswith("http://127.0.0.1:")
     tok = char_tokenizer()
@@ -66,7 +66,7 @@ def test_engine_trains_against_a_server_placed_by_ray(served, tmp_path):
 def test_a_server_that_cannot_start_says_why(tmp_path, local_ray):
     """An actor whose server exits at start (an architecture vLLM lacks) raises with the
     server's own error, not a hang."""
-    from rlvr.rollout.vllm_ray import start_vllm_servers
+    from rlvr.rollout.vllm.ray_servers import start_vllm_servers
 
     bogus = tmp_path / "no-model"
     bogus.mkdir()

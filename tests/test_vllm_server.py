@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from rlvr.rollout.base import SamplingParams
-from rlvr.rollout.vllm_client import VLLMServerError
-from rlvr.rollout.vllm_engine import VLLMEngine, VLLMSettings
-from rlvr.rollout.vllm_env import vllm_importable
+from rlvr.rollout.vllm.client import VLLMServerError
+from rlvr.rollout.vllm.engine import VLLMEngine, VLLMSettings
+from rlvr.rollout.vllm.env import vllm_importable
 from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
 from train_helpers import tiny_config
 from vllm_helpers import (ENGINE_SHAPE, PROMPTS, TRAIN_MODEL, VLLM_MISSING, Server,

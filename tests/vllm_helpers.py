@@ -78,7 +78,7 @@ READY = re.compile(r"rlvr vllm server ready on (http://\S+)")
 
 
 class Server:
-    """`python -m rlvr.rollout.vllm_server` in a subprocess (this interpreter), bound to
+    """`python -m rlvr.rollout.vllm.server` in a subprocess (this interpreter), bound to
     127.0.0.1; its output goes to `log`. start() waits for the ready line; restarting
     keeps the port of the first start (a run's config names the URL)."""
 
@@ -94,7 +94,7 @@ class Server:
         offset = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "rlvr.rollout.vllm_server", "--model",
+                [sys.executable, "-m", "rlvr.rollout.vllm.server", "--model",
                  str(self.model_dir), "--host", "127.0.0.1", "--port", str(port),
                  "--max-model-len", str(self.max_model_len), "--kv-cache-gb", "0.25"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -1,6 +1,6 @@
 """Pure tensor pieces of RLVR algorithms: advantages, policy losses, loss terms,
 aggregation, KL, entropy, log-probs, dynamic sampling, overlong handling, sampler/trainer
-mismatch and its importance-sampling corrections, and the Bradley-Terry preference loss
+mismatch and its importance-sampling corrections, the objective that composes them, and the Bradley-Terry preference loss
 of reward models.
 
 Imports nothing from training/rollout/cli and no models; usable alone (TRL, verl, a
@@ -21,6 +21,7 @@ from rlvr.algorithms.kl import (KL_ESTIMATORS, kl_k1, kl_k2, kl_k3, kl_reward_pe
                                 kl_reward_to_go, masked_whiten)
 from rlvr.algorithms.logprobs import token_logprobs
 from rlvr.algorithms.loss_terms import EntropyBonus, KLPenalty, LossTerm, TermInputs
+from rlvr.algorithms.objective import LossInputs, LossOutputs, Objective
 from rlvr.algorithms.overlong import mask_truncated, soft_overlong_penalty
 from rlvr.algorithms.preference import bradley_terry_loss, pairwise_accuracy
 from rlvr.algorithms.policy_loss import (GSPO, POLICY_LOSSES, PolicyLoss, PolicyLossOutput,
@@ -36,8 +37,8 @@ from rlvr.algorithms.registry import (advantage_estimator, kl_estimator, loss_ag
 __all__ = [
     "ADVANTAGES", "AGGREGATIONS", "KL_ESTIMATORS", "POLICY_LOSSES", "ROLLOUT_CORRECTIONS",
     "AdvantageEstimator", "ConstantNormalizer", "CorrectionOutput", "DrGRPO", "EntropyBonus",
-    "GRPO", "GSPO", "GroupAccumulator", "KLPenalty", "LossAggregation", "LossTerm",
-    "MaskedIS", "NoCorrection", "PPOClip", "PolicyLoss", "PolicyLossOutput", "RLOO",
+    "GRPO", "GSPO", "GroupAccumulator", "KLPenalty", "LossAggregation", "LossInputs", "LossOutputs", "LossTerm",
+    "MaskedIS", "NoCorrection", "Objective", "PPOClip", "PolicyLoss", "PolicyLossOutput", "RLOO",
     "ReinforcePP", "ReinforcePPBaseline", "RolloutCorrection", "RowLogits",
     "SequenceMaskedIS", "SequenceMean", "SequenceTruncatedIS", "TermInputs", "TokenMean",
     "TruncatedIS",

@@ -3,7 +3,7 @@
 The update's logits come as a table of rows, each position of the [B, T] completion
 grid pointing at one: a packed GRPO group scores every completion position once and
 the last prompt position once for all n members' first token (rlvr.training.
-shared_prefix, rlvr.update_paths.replay); padding points at any row. Gathering that into a
+shared_prefix, rlvr.accel.update.replay); padding points at any row. Gathering that into a
 dense [B, T, V] copy (and scattering its gradient back) moved ~3 x 50 MB per update for
 SmolLM2's 49k vocabulary, and log-probs and entropy each made their own pass over it.
 `token_logprobs_and_entropy` reads the table a chunk of rows at a time, once forward

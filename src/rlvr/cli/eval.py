@@ -231,7 +231,7 @@ def _engine(args: argparse.Namespace, model: Any, tokenizer: Any) -> Any:
 
     vllm = None
     if args.engine == "vllm":
-        from rlvr.rollout.vllm_engine import VLLMSettings
+        from rlvr.rollout.vllm.engine import VLLMSettings
 
         vllm = VLLMSettings(mode="server" if args.vllm_url else "colocate",
                             url=args.vllm_url or VLLMSettings.url, seed=args.seed)
@@ -243,7 +243,7 @@ def _check_engine_args(args: argparse.Namespace) -> None:
     if args.vllm_url and args.engine != "vllm":
         raise ValueError("--vllm-url needs --engine vllm")
     if args.engine == "vllm" and not args.vllm_url:
-        from rlvr.rollout.vllm_env import BUILD_COMMAND, vllm_importable
+        from rlvr.rollout.vllm.env import BUILD_COMMAND, vllm_importable
 
         if not vllm_importable():
             raise ValueError("--engine vllm without --vllm-url runs vLLM in this process, "

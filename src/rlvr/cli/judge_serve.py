@@ -34,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction, name: str, help_text: str) -> No
 
 def run(args: argparse.Namespace) -> int:
     from rlvr.models import ModelNotFound, resolve_model
-    from rlvr.rollout.chat_server import serve
+    from rlvr.serve.chat_server import serve
 
     try:
         model_dir = str(resolve_model(args.model))

@@ -5,7 +5,7 @@
         sampling.vllm.url=http://127.0.0.1:8100
 
 MODEL is anything `rlvr train`'s model.path takes (packaged alias, .gguf, HF dir); it is
-resolved here, in rlvr's environment, and the server (rlvr.rollout.vllm_server) runs in
+resolved here, in rlvr's environment, and the server (rlvr.rollout.vllm.server) runs in
 the vLLM environment: this Python if it has vllm, else .venv-vllm (`make vllm-env`), or
 $RLVR_VLLM_PYTHON. The trainer sends its own weights at start, so the server's model
 need only share the trainer's architecture and vocabulary.
@@ -34,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction, name: str, help_text: str) -> No
 
 
 def server_command(args: argparse.Namespace, python: str, model_dir: str) -> list[str]:
-    return [python, "-m", "rlvr.rollout.vllm_server", "--model", model_dir,
+    return [python, "-m", "rlvr.rollout.vllm.server", "--model", model_dir,
             "--host", args.host, "--port", str(args.port), "--dtype", args.dtype,
             "--max-model-len", str(args.max_model_len), "--kv-cache-gb", str(args.kv_cache_gb),
             "--gpu-memory-utilization", str(args.gpu_memory_utilization),
@@ -44,7 +44,7 @@ def server_command(args: argparse.Namespace, python: str, model_dir: str) -> lis
 def run(args: argparse.Namespace) -> int:
     from rlvr.models import resolve_model
     from rlvr.models.resolve import ModelNotFound
-    from rlvr.rollout.vllm_env import require_vllm_python
+    from rlvr.rollout.vllm.env import require_vllm_python
 
     try:
         model_dir = str(resolve_model(args.model))

@@ -1,6 +1,6 @@
 """What rlvr knows about model families, in one place.
 
-The fast paths (rlvr.rollout.fast_llama's decode, rlvr.update_paths' tree attention and
+The fast paths (rlvr.accel.decode.fast_llama's decode, rlvr.update_paths' tree attention and
 replay) reproduce one family's forward by hand: the Llama layout (RMSNorm, rotary
 embedding, q/k/v/o attention projections, SiLU-gated MLP, an lm_head). Which model
 types follow that layout, which modules are its projections, and how a transformers
@@ -41,8 +41,8 @@ def llama_family(config: Any) -> bool:
 
 def supports_fast_decode(model: Any) -> bool:
     """Whether `model` is a Llama-family causal LM rlvr's own forwards reproduce exactly
-    (plain, or with peft LoRA adapters on its linear layers): rlvr.rollout.fast_llama's
-    decode and rlvr.update_paths.replay."""
+    (plain, or with peft LoRA adapters on its linear layers): rlvr.accel.decode.fast_llama's
+    decode and rlvr.accel.update.replay."""
     model = unwrap(model)
     config = getattr(model, "config", None)
     inner = getattr(model, "model", None)

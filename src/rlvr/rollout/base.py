@@ -34,7 +34,7 @@ class EngineCapabilities:
 
     keeps_activations:      it can attach `KeptActivations` to completions (when
                             `SamplingParams.keep_activations` asks), which an update path
-                            may replay instead of recomputing (rlvr.update_paths.replay).
+                            may replay instead of recomputing (rlvr.accel.update.replay).
     logprobs_match_trainer: its per-token log-probs are the trainer's forward's numbers
                             (same weights, same math), so they serve as pi_old as they
                             are. When not, the update recomputes pi_old and, by default,
@@ -57,7 +57,7 @@ class KeptActivations:
     """What the engine's forward computed for one completion, kept for the update.
 
     store: the engine's buffers for one decode call, shared by its completions
-           (rlvr.rollout.capture.ActivationCapture for the HF engine's fast decode); it
+           (rlvr.accel.decode.capture.ActivationCapture for the HF engine's fast decode); it
            knows which model computed it through a weak reference (`made_by`), so a
            freed model's address reused by another object never matches.
     row:   this completion's generation row in the store.
@@ -109,3 +109,24 @@ class RolloutEngine(Protocol):
         """Make the engine sample from `model`'s current weights (a no-op for an engine
         that shares the trainer's module; a weight copy for vLLM)."""
         ...
+
+
+@dataclass(frozen=True)
+class RolloutPath:
+    """Which decode forward an engine runs for its current model, resolved once per run
+    and recorded as `rollout/path` and `rollout/path_reason` (metrics and summary).
+
+    name:   "fast_llama+native" (rlvr's CPU decode with the native step), "fast_llama"
+            (rlvr's CPU decode on torch's GEMMs), "hf" (transformers' forward), "vllm"...
+    reason: why a faster path was not taken ("" when the fastest this engine has ran),
+            e.g. "fast decode off: sampling.fast_decode=false", "no C compiler".
+    """
+
+    name: str
+    reason: str = ""
+
+
+def rollout_path(engine: Any) -> RolloutPath:
+    """The engine's `decode_path()`; an engine without one is named by its class."""
+    describe = getattr(engine, "decode_path", None)
+    return describe() if describe is not None else RolloutPath(type(engine).__name__)

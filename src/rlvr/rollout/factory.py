@@ -18,7 +18,7 @@ from rlvr.rollout.base import EngineCapabilities, RolloutEngine
 # name -> "module:Class"; the class has CAPABILITIES (what it can do at best) and a
 # constructor (model, tokenizer, **EngineOptions fields).
 ENGINES: dict[str, str] = {"hf": "rlvr.rollout.hf:HFRolloutEngine",
-                           "vllm": "rlvr.rollout.vllm_engine:VLLMEngine"}
+                           "vllm": "rlvr.rollout.vllm.engine:VLLMEngine"}
 
 
 @dataclass(frozen=True)

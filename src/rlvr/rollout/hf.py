@@ -15,9 +15,10 @@ from typing import Any, Sequence
 
 import torch
 
-from rlvr.models.families import cache_kwarg
-from rlvr.rollout import fast_llama
-from rlvr.rollout.base import Completion, EngineCapabilities, KeptActivations, SamplingParams
+from rlvr.models.families import LLAMA_FAMILY, cache_kwarg, unwrap
+from rlvr.accel.decode import fast_llama
+from rlvr.rollout.base import (Completion, EngineCapabilities, KeptActivations, RolloutPath,
+                              SamplingParams)
 from rlvr.rollout.sampling import filter_logits, sample_tokens
 
 
@@ -30,7 +31,7 @@ class HFRolloutEngine:
                     (the prompt renderer writes BOS / the chat template itself).
     max_batch_rows: rows (prompt x sample) decoded together; larger batches are split.
     activation_budget_gb: with `SamplingParams.keep_activations`, the most memory a
-                    decode call's kept activations may take (rlvr.rollout.capture; CPU
+                    decode call's kept activations may take (rlvr.accel.decode.capture; CPU
                     fast decode only); a call that would need more keeps none.
     """
 
@@ -168,6 +169,22 @@ class HFRolloutEngine:
                 self._fast = fast_llama.FastLlama(self.model)
             return self._fast
         return _CacheStepper(self.model)
+
+    def decode_path(self) -> RolloutPath:
+        """The decode forward for the current model and why no faster one runs
+        (recorded once per run as rollout/path; rlvr.rollout.base.RolloutPath)."""
+        if not self.fast_decode:
+            return RolloutPath("hf", "fast decode off: sampling.fast_decode=false")
+        device = self._device()
+        if device.type != "cpu":
+            return RolloutPath("hf", f"fast decode is CPU only; the model is on {device.type}")
+        if not fast_llama.supports(self.model):
+            kind = getattr(getattr(unwrap(self.model), "config", None), "model_type", None)
+            return RolloutPath("hf", f"model family not llama: {kind!r}" if kind not in
+                               LLAMA_FAMILY else f"{kind!r} with a layout fast decode does "
+                               "not reproduce (rlvr.models.families.supports_fast_decode)")
+        why = fast_llama.why_not_native(self.model)
+        return RolloutPath("fast_llama", why) if why else RolloutPath("fast_llama+native")
 
     def _fast_decodes(self) -> bool:
         return (self.fast_decode and self._device().type == "cpu"

@@ -22,6 +22,7 @@ import torch
 from rlvr.algorithms import (ROLLOUT_CORRECTIONS, advantage_estimator, kl_estimator,
                              loss_aggregation, policy_loss, rollout_correction)
 from rlvr.algorithms.loss_terms import EntropyBonus, KLPenalty
+from rlvr.algorithms.objective import Objective
 from rlvr.config import ConfigError, Named
 
 if TYPE_CHECKING:
@@ -44,6 +45,11 @@ class Algorithm:
     @property
     def stat_reductions(self) -> dict[str, str]:
         return {**self.policy_loss.stat_reductions, **LOOP_STATS}
+
+    @functools.cached_property
+    def objective(self) -> Objective:
+        """The update's loss: the policy loss, the further terms, the KL metric."""
+        return Objective(self.policy_loss, self.terms, self.kl)
 
     @functools.cached_property
     def empty_stats(self) -> dict[str, float]:

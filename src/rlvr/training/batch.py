@@ -28,7 +28,7 @@ class PackedBatch:
     old_logprobs: torch.Tensor    # [B, T] sampler log-probs (0 on padding)
     truncated: torch.Tensor       # [B] bool
     # Per row, the sampler's kept activations, when every row has them; the replay
-    # update path then runs from them instead of recomputing (rlvr.update_paths.replay).
+    # update path then runs from them instead of recomputing (rlvr.accel.update.replay).
     activations: tuple[KeptActivations, ...] | None = None
 
     @property

@@ -120,7 +120,7 @@ class PromptConfig:
 
 @dataclass
 class VLLMConfig:
-    """The vLLM engine's settings (sampling.engine=vllm; rlvr.rollout.vllm_engine)."""
+    """The vLLM engine's settings (sampling.engine=vllm; rlvr.rollout.vllm.engine)."""
 
     mode: Literal["colocate", "server"] = _doc(
         "colocate: vllm.LLM in this process (run rlvr from the vLLM environment, "
@@ -174,7 +174,7 @@ class SamplingConfig:
     reuse_activations: bool = _doc("with fast decode, keep every projection's output and the "
                                    "logits while sampling, so the update's first forward "
                                    "replays them instead of multiplying (exact: same "
-                                   "weights; rlvr.update_paths.replay; off under DAPO dynamic "
+                                   "weights; rlvr.accel.update.replay; off under DAPO dynamic "
                                    "sampling, whose groups come from several draws)",
                                    default=True)
     activation_memory_gb: float = _doc("most memory one decode call's kept activations "

@@ -20,9 +20,9 @@ from typing import Any
 import torch
 
 from rlvr.algorithms import (GroupAccumulator, kl_reward_per_sequence, mask_truncated,
-                             masked_mean, mismatch_stats, token_logprobs_and_entropy,
-                             weighted_sum)
+                             mismatch_stats, token_logprobs_and_entropy)
 from rlvr.algorithms import loss_terms
+from rlvr.algorithms.objective import LossInputs
 from rlvr.data.prompts import PromptRenderer
 from rlvr.distributed.context import Dist, reduce_metrics
 from rlvr.distributed.fsdp import full_state_dict, grad_norm, load_full_into
@@ -57,6 +57,9 @@ class Trainer:
     update: Any = None  # the update's forward (rlvr.update_paths), resolved once by run.py
     dist: Dist = field(default_factory=Dist)  # this rank and the others (world 1: alone)
     sampler: Any = None  # under FSDP: the engine's unsharded copy of the policy
+    # The two seams, resolved once by run.py and written on every metrics line:
+    # rollout/path, rollout/path_reason, update/path_reason (`recorded_paths`).
+    paths: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.algo = build_algorithm(self.cfg.algorithm, self.cfg.sampling.max_new_tokens,
@@ -118,6 +121,7 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     metrics.update(sync_parts)
     metrics["time/step"] = time.perf_counter() - began
     metrics["update/path"] = t.update.take_ran()  # the forwards this step's update ran
+    metrics.update(t.paths)  # rollout/path and why no faster path runs (once per run)
     metrics = reduce_metrics(t.dist, metrics, keep=GLOBAL_METRICS,
                              tokens=float((mask > 0).sum()), per_token=per_token_stats(t))
     local = rewards[start:start + len(advantages)]
@@ -374,20 +378,10 @@ def _loss_backward(t: Trainer, batch: PackedBatch, mask: torch.Tensor, weights: 
     # backward work unless an entropy bonus uses it.
     logprobs, entropy = token_logprobs_and_entropy(t.update.logits(t.model, batch),
                                                    batch.completion_ids, temperature)  # [b, T]
-    out = t.algo.policy_loss(logprobs, old_logprobs, advantages.to(logprobs.dtype), mask)
-    per_token = out.loss if is_weights is None else out.loss * is_weights  # [b, T]
-    loss = weighted_sum(per_token, mask, weights)
-    stats = {name: float(value) for name, value in out.stats.items()}
-    stats["policy_loss"] = float(loss.detach())
-    inputs = loss_terms.TermInputs(logprobs, entropy, mask, ref_logprobs)
-    for term in t.algo.terms:  # every term aggregated with the same token weights
-        loss = loss + term.coef * weighted_sum(term.per_token(inputs), mask, weights)
-    if ref_logprobs is not None:
-        stats["kl"] = float(masked_mean(t.algo.kl(logprobs.detach(), ref_logprobs), mask))
-    stats["entropy"] = float(masked_mean(entropy.detach(), mask))
-    loss.backward()
-    stats["loss"] = float(loss.detach())
-    return stats
+    out = t.algo.objective(LossInputs(logprobs, entropy, old_logprobs, advantages, mask, weights,
+                                      ref_logprobs, is_weights))
+    out.loss.backward()
+    return out.stats
 
 
 def step_metrics(t: Trainer, step: int, groups: Groups, batch: PackedBatch, mask: torch.Tensor,

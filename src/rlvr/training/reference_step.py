@@ -3,10 +3,11 @@
 The trainer (loop.py) takes the same gradient by faster routes: prompts shared within a
 group, attention over only the allowed pairs, the sampler's kept activations replayed
 (rlvr.update_paths), logits stored once per distinct row (rlvr.algorithms.row_logits),
-and named, pluggable losses. This file does the same step the obvious way, one row at
-a time: dense logits, `log_softmax`, `gather`, the clipped surrogate, a token mean.
-tests/test_update_paths.py checks the trainer's gradient on every update path against
-the gradient of `grpo_loss`.
+and named, pluggable losses composed by one objective (rlvr.algorithms.objective). This
+file does the same step the obvious way, one row at a time: dense logits, `log_softmax`,
+`gather`, the clipped surrogate, a token mean. It does not call the objective, so it can
+check it: tests/test_update_paths.py compares the objective's gradient on every update
+path with the gradient of `grpo_loss`, and one `grpo_step` with one step on the objective.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from rlvr.config import config_to_dict, load_config, save_config
 from rlvr.distributed.context import Dist, check_same, init_from_env, peer_failures
 from rlvr.distributed.fsdp import save_optimizer, shard
 from rlvr.errors import UserError
+from rlvr.rollout.base import rollout_path
 from rlvr.rollout.factory import build_engine
 from rlvr.runs import Progress, ReadOnlyRunDir, RunDir
 from rlvr.runs.trackers import TrackerSet
@@ -102,6 +103,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         # Chosen once, before the warm-start: a path that cannot run fails here.
         update = choose_update_path(plain_update(cfg) if dist.active else cfg, model, engine,
                                     tokenizer, renderer.render, train_records)
+        if dist.active:  # not asked for: recorded as what it is
+            update.reason = "FSDP runs the plain update (the fast paths are single-process)"
         verifiers = ({cfg.reward.verifier} if cfg.reward.verifier
                      else {r.verifier for r in train_records}) | ({cfg.eval.verifier} - {""})
         with verifier_pool(cfg.reward, preload=sorted(verifiers)) as workers:
@@ -122,6 +125,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run,
                                dist, sampler)
             trainer.update = update
+            trainer.paths = recorded_paths(engine, update)
             if checkpoint is None:
                 _checkpoint(trainer, run, 0, state)
             else:
@@ -148,6 +152,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         getattr(engine, "close", lambda: None)()
     trackers.finish(finish_status(None))
     summary["wall_seconds"] = state["elapsed"]
+    summary.update({"update/path": update.name, **trainer.paths})
     run.write_summary(summary)
     dist.barrier()  # every rank done before any leaves (rank 0 wrote the summary)
     dist.close()
@@ -276,6 +281,15 @@ def shard_policy(dist: Dist, model: Any, device: str) -> tuple[Any, Any]:
     trained = shard(copy.deepcopy(model), "cuda" if device.startswith("cuda") else "cpu",
                     dist.world)
     return trained, sampler
+
+
+def recorded_paths(engine: Any, update: Any) -> dict[str, str]:
+    """The two seams as the run records them (every metrics line and summary.json): the
+    decode forward and the update forward, each with why no faster one runs ("" when
+    the fastest did). update/path itself is per step (what each update ran)."""
+    rollout = rollout_path(engine)
+    return {"rollout/path": rollout.name, "rollout/path_reason": rollout.reason,
+            "update/path_reason": update.reason}
 
 
 def plain_update(cfg: TrainConfig) -> TrainConfig:

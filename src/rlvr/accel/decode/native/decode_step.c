@@ -29,10 +29,10 @@
 enum { INPUT_NORM, Q, K, V, Q_BIAS, K_BIAS, V_BIAS, O, O_BIAS, POST_NORM, GATE, UP,
        GATE_BIAS, UP_BIAS, DOWN, DOWN_BIAS, LAYER_FIELDS };
 /* Where each layer's GEMMs write their [rows, width] outputs (a row of `outputs`):
- * q|k|v, o, gate|up, down (rlvr.rollout.capture keeps them for the update). */
+ * q|k|v, o, gate|up, down (rlvr.accel.decode.capture keeps them for the update). */
 enum { OUT_QKV, OUT_O, OUT_GATE_UP, OUT_DOWN, OUTPUTS };
 
-/* Mirrored by rlvr.rollout.native_step.DecodeArgs (same fields, same order). */
+/* Mirrored by rlvr.accel.decode.native_step.DecodeArgs (same fields, same order). */
 struct rlvr_decode_args {
     int64_t layers, rows, hidden, heads, kv_heads, head_dim, intermediate, vocab;
     int64_t column;        /* the new token's key/value column; keys [0, column] */

@@ -9,7 +9,7 @@ with fewer, larger operations over the model's own weights:
   - q, k and v come out as one output, gate and up as another: on rlvr's native decode
     GEMM each piece writes its columns, reading the model's weights where they live;
     without the kernel, one GEMM over a fused copy in oneDNN's blocked layout
-    (rlvr.rollout.decode_linear; both stream weights 2-3x faster than MKL's F.linear);
+    (rlvr.accel.decode.decode_linear; both stream weights 2-3x faster than MKL's F.linear);
   - keys and values go into a buffer allocated once for the whole completion length;
   - grouped-query attention without repeating keys and values: the query heads that
     share a key/value head are treated as that head's query rows (at decode, two
@@ -19,10 +19,10 @@ and activation), float32 throughout on CPU; tests compare logits and sampled
 log-probabilities against it. The layers (and any copies) are rebuilt when any
 parameter changed (torch bumps a tensor's version on every in-place update, which is
 how optimizers write). With `keep_activations` every GEMM's output and the logits are
-also kept for the update (rlvr.rollout.capture, rlvr.update_paths.replay).
+also kept for the update (rlvr.accel.decode.capture, rlvr.accel.update.replay).
 
 Decode steps of up to `native_gemm.MAX_ROWS` rows run as one native call when the
-kernels load (rlvr.rollout.native_step: the same math, every layer in one OpenMP
+kernels load (rlvr.accel.decode.native_step: the same math, every layer in one OpenMP
 region, ~1.3x faster per generation than these torch ops); the prefill, larger steps
 and non-float32 models use the torch forward below.
 """
@@ -36,16 +36,34 @@ import torch
 import torch.nn.functional as F
 
 from rlvr.models.families import ATTENTION, MLP, supports_fast_decode, unwrap
-from rlvr.rollout import native_gemm
-from rlvr.rollout.capture import SLOTS, ActivationCapture, CaptureShape
-from rlvr.rollout.decode_linear import DecodeLinear, StackedDecodeLinear
-from rlvr.rollout.native_step import NativeStep
-from rlvr.rollout.rotary import rotate, signed_sin, swap_halves
+from rlvr.accel.decode import native_gemm
+from rlvr.accel.decode.capture import SLOTS, ActivationCapture, CaptureShape
+from rlvr.accel.decode.decode_linear import DecodeLinear, StackedDecodeLinear
+from rlvr.accel.decode.native_step import MAX_HEAD_DIM, NativeStep
+from rlvr.accel.decode.rotary import rotate, signed_sin, swap_halves
 
 _FIRST_COLUMNS = 64  # new-token columns allocated up front (the buffer doubles as needed)
 
 # The family check lives in rlvr.models.families; this module's name for it.
 supports = supports_fast_decode
+
+
+def why_not_native(model: Any) -> str:
+    """Why decode steps of `model` will not run as one native call ("" when they will):
+    the kernels are off or failed to build, or the weights are not what they take."""
+    off = native_gemm.why_off()
+    if off:
+        return off
+    base = unwrap(model)
+    dtypes = {p.dtype for p in base.parameters()}
+    if dtypes != {torch.float32}:
+        names = ", ".join(sorted(str(d).removeprefix("torch.") for d in dtypes))
+        return f"the native kernels take float32 weights; the model has {names}"
+    head_dim = getattr(base.config, "head_dim", None) or (base.config.hidden_size
+                                                          // base.config.num_attention_heads)
+    if head_dim > MAX_HEAD_DIM or head_dim % 2:
+        return f"the native step takes an even head_dim up to {MAX_HEAD_DIM}; this has {head_dim}"
+    return ""
 
 
 def effective_linear(module: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -164,7 +182,7 @@ class FastLlama:
         """Prefill left-padded prompts input_ids/mask/positions [B, P] once each, then hold
         n copies of every prompt's keys/values (rows b*n .. b*n+n-1 are prompt b).
         Returns the next-token logits [B*n, V]. keep_activations: keep every GEMM's
-        output and the logits in `self.capture` (rlvr.rollout.capture)."""
+        output and the logits in `self.capture` (rlvr.accel.decode.capture)."""
         self._refresh()
         batch, width = input_ids.shape
         self.capture = None
@@ -215,7 +233,7 @@ class FastLlama:
         return logits
 
     def _native_step(self, token: torch.Tensor) -> torch.Tensor:
-        """The decode step in one native call (rlvr.rollout.native_step): the GEMM outputs
+        """The decode step in one native call (rlvr.accel.decode.native_step): the GEMM outputs
         go straight into the capture's pools when activations are kept."""
         inner, b = self.base.model, token.shape[0]
         stream = F.embedding(token, inner.embed_tokens.weight)  # [b, H]

@@ -1,4 +1,4 @@
-"""vLLM servers placed as Ray actors: rlvr's vLLM server (rlvr.rollout.vllm_server) started
+"""vLLM servers placed as Ray actors: rlvr's vLLM server (rlvr.rollout.vllm.server) started
 by an actor on whichever node Ray picks (a GPU node with `num_gpus=1`), its URL handed to
 the engine's server mode (`sampling.vllm.mode=server`, `sampling.vllm.url=...`).
 
@@ -9,7 +9,7 @@ the engine's server mode (`sampling.vllm.mode=server`, `sampling.vllm.url=...`).
     stop_vllm_servers(servers)
 
 The actor runs the server as a child process with the vLLM environment's Python on its
-node (rlvr.rollout.vllm_env: $RLVR_VLLM_PYTHON, this Python, or .venv-vllm), and kills
+node (rlvr.rollout.vllm.env: $RLVR_VLLM_PYTHON, this Python, or .venv-vllm), and kills
 it when stopped or when the actor dies. Weights reach it as server mode sends them: a
 safetensors file the server must be able to read, so today the actor must share a
 filesystem path with the trainer (same node, or `sampling.vllm.sync_dir` on shared
@@ -33,7 +33,7 @@ class _ServerProcess:
     """The actor's body (a plain class, wrapped by ray.remote in start_vllm_servers)."""
 
     def __init__(self, model_dir: str, host: str, args: list[str]) -> None:
-        from rlvr.rollout.vllm_env import require_vllm_python
+        from rlvr.rollout.vllm.env import require_vllm_python
 
         with socket.socket() as probe:
             probe.bind((host, 0))
@@ -42,7 +42,7 @@ class _ServerProcess:
         self.log = Path(f"/tmp/rlvr-vllm-actor-{self.port}.log")
         with self.log.open("w") as out:
             self.process = subprocess.Popen(
-                [require_vllm_python(), "-m", "rlvr.rollout.vllm_server", "--model",
+                [require_vllm_python(), "-m", "rlvr.rollout.vllm.server", "--model",
                  model_dir, "--host", host, "--port", str(self.port), *args],
                 stdout=out, stderr=subprocess.STDOUT)
 

@@ -32,7 +32,7 @@
  * --stream): ~26 -> ~22 ms, 1.10-1.25x the 8x1 kernel, at 0.85-0.90x the speed of a
  * plain read of the same bytes.
  *
- * Built by rlvr.rollout.native_gemm with -O3 -march=native -fopenmp; without AVX2+FMA
+ * Built by rlvr.accel.decode.native_gemm with -O3 -march=native -fopenmp; without AVX2+FMA
  * the plain C loop at the end computes the same sums.
  */
 #include <stddef.h>

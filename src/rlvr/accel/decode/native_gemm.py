@@ -2,7 +2,7 @@
 
 Two sources make one library: the decode GEMM (native/decode_gemm.c, called here) and
 the whole decode step built on it (native/decode_step.c, called by
-rlvr.rollout.native_step). The C sources ship with the package. On first use they are
+rlvr.accel.decode.native_step). The C sources ship with the package. On first use they are
 compiled with the system C
 compiler (`$CC`, else `cc`/`gcc`) as `-O3 -march=native -fopenmp` into the rlvr cache
 ($RLVR_CACHE or ~/.cache/rlvr, under native/), named by a hash of the source, the flags,
@@ -96,11 +96,12 @@ def _build(cc: str, target: Path) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def _load_once() -> ctypes.CDLL | None:
+def _load_once() -> tuple[ctypes.CDLL | None, str]:
+    """(the library, "") or (None, why it is off: recorded in rollout/path_reason)."""
     cc = compiler()
     if cc is None:
         log.debug("native decode GEMM off: no C compiler on PATH ($CC, cc, gcc, clang)")
-        return None
+        return None, "no C compiler ($CC, cc, gcc, clang)"
     try:
         path = _library_path(cc)
         if not path.exists():
@@ -108,7 +109,7 @@ def _load_once() -> ctypes.CDLL | None:
         library = ctypes.CDLL(str(path))
     except (OSError, RuntimeError, subprocess.SubprocessError) as error:
         log.debug("native decode GEMM off: %s", error)
-        return None
+        return None, f"native kernels failed to build or load: {str(error)[:200]}"
     size = ctypes.c_ssize_t
     library.rlvr_decode_gemm.argtypes = [ctypes.c_void_p, size, ctypes.c_void_p,
                                          ctypes.c_void_p, ctypes.c_void_p, size,
@@ -118,12 +119,19 @@ def _load_once() -> ctypes.CDLL | None:
     library.rlvr_decode_step.restype = ctypes.c_int
     log.debug("native decode GEMM loaded from %s (%s)", path,
               "AVX2+FMA" if library.rlvr_decode_gemm_simd() else "plain C")
-    return library
+    return library, ""
 
 
 def load() -> ctypes.CDLL | None:
     """The compiled kernel library, or None when it is switched off or cannot be built."""
-    return _load_once() if enabled() else None
+    return _load_once()[0] if enabled() else None
+
+
+def why_off() -> str:
+    """Why `load()` gives no library ("" when it gives one); builds it if needed."""
+    if not enabled():
+        return f"{_ENV_SWITCH}={os.environ.get(_ENV_SWITCH, '').strip()}"
+    return _load_once()[1]
 
 
 def usable(weight: torch.Tensor) -> bool:

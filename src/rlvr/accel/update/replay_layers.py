@@ -1,6 +1,6 @@
 """Decoder layers of the replayed update forward, with a hand-written backward.
 
-With every GEMM output of the decode kept (rlvr.rollout.capture), a Llama-family
+With every GEMM output of the decode kept (rlvr.accel.decode.capture), a Llama-family
 decoder layer's output needs no arithmetic beyond two adds:
 
     out = (h + o) + down        o, down: the kept outputs of o_proj and down_proj
@@ -24,7 +24,7 @@ The math (transformers' LlamaDecoderLayer; x_hat = x * rsqrt(mean(x^2) + eps)):
     out = m + (silu(gate) * up) Wd^T + bd                      (down kept)
 
 and its backward, with RMSNorm's d x = r * (d x_hat - x_hat * mean(d x_hat * x_hat))
-(r the inverse RMS) and rotate's transpose (rlvr.rollout.rotary.rotate_backward).
+(r the inverse RMS) and rotate's transpose (rlvr.accel.decode.rotary.rotate_backward).
 Projection weight gradients come from one GEMM per fused output (q|k|v, gate|up),
 split into contiguous row blocks, one per weight.
 """
@@ -38,8 +38,8 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from rlvr.rollout.rotary import rotate, rotate_backward
-from rlvr.update_paths.tree_attention import TreeLayout, tree_attention
+from rlvr.accel.decode.rotary import rotate, rotate_backward
+from rlvr.accel.update.tree_attention import TreeLayout, tree_attention
 
 WEIGHTS = (("self_attn", "q_proj"), ("self_attn", "k_proj"), ("self_attn", "v_proj"),
            ("self_attn", "o_proj"), ("mlp", "gate_proj"), ("mlp", "up_proj"),
@@ -69,9 +69,9 @@ class LayerShape:
 @dataclass(frozen=True)
 class Packed:
     """What every layer of one replay shares: the packed positions' rotary tables and
-    the tree layout (rlvr.update_paths.tree_attention) of G rows of length L (N = G * L)."""
+    the tree layout (rlvr.accel.update.tree_attention) of G rows of length L (N = G * L)."""
     cos: torch.Tensor     # [N, 1, D]
-    sin: torch.Tensor     # [N, 1, D] signed (rlvr.rollout.rotary.signed_sin)
+    sin: torch.Tensor     # [N, 1, D] signed (rlvr.accel.decode.rotary.signed_sin)
     layout: TreeLayout
     shape: LayerShape
 
@@ -185,7 +185,7 @@ def _attention_backward(grad_mid: torch.Tensor, hidden: torch.Tensor, w_in: torc
 
 def _tree_attention(rotated: torch.Tensor, values: torch.Tensor, packed: Packed) -> torch.Tensor:
     """Attention output [N, h*D] of rotated q|k [N, h+kv, D] and values [N, kv, D] over
-    the packed rows (rlvr.update_paths.tree_attention's [G, heads, L, D] layout)."""
+    the packed rows (rlvr.accel.update.tree_attention's [G, heads, L, D] layout)."""
     s, layout = packed.shape, packed.layout
     groups, length = layout.groups, layout.length
 

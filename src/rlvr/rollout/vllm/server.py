@@ -1,9 +1,9 @@
 """A vLLM server for rlvr's engine in server mode: one `VLLMRunner` behind JSON over HTTP.
 
 Run where vLLM is installed (its own virtual environment is fine: this module imports
-only the standard library, vllm and rlvr.rollout.vllm_runner):
+only the standard library, vllm and rlvr.rollout.vllm.runner):
 
-    python -m rlvr.rollout.vllm_server --model DIR [--host 127.0.0.1] [--port 8100]
+    python -m rlvr.rollout.vllm.server --model DIR [--host 127.0.0.1] [--port 8100]
 
 or, from rlvr's own environment, `rlvr vllm-serve --model MODEL`, which resolves MODEL
 (a packaged alias, .gguf, or HF dir) and starts this module in the vLLM environment.
@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 from rlvr.rollout.http_json import send_json
-from rlvr.rollout.vllm_runner import RunnerSettings, VLLMLoadError, VLLMRunner
+from rlvr.rollout.vllm.runner import RunnerSettings, VLLMLoadError, VLLMRunner
 
 
 def handler_for(runner: VLLMRunner) -> type[BaseHTTPRequestHandler]:
@@ -67,7 +67,7 @@ def handler_for(runner: VLLMRunner) -> type[BaseHTTPRequestHandler]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rlvr.rollout.vllm_server",
+    parser = argparse.ArgumentParser(prog="rlvr.rollout.vllm.server",
                                      description="serve a model with vLLM for rlvr's engine")
     parser.add_argument("--model", required=True, help="HF model directory")
     parser.add_argument("--host", default="127.0.0.1")

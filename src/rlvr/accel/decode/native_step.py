@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from rlvr.rollout import native_gemm
-from rlvr.rollout.capture import SLOTS
+from rlvr.accel.decode import native_gemm
+from rlvr.accel.decode.capture import SLOTS
 
 # The per-layer address table's columns (decode_step.c's LAYER_FIELDS, same order).
 LAYER_FIELDS = ("input_norm", "q", "k", "v", "q_bias", "k_bias", "v_bias", "o", "o_bias",

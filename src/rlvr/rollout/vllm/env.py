@@ -22,8 +22,8 @@ def vllm_importable() -> bool:
 
 
 def project_root() -> Path:
-    """The checkout rlvr runs from (src/rlvr/rollout -> the root)."""
-    return Path(__file__).resolve().parents[3]
+    """The checkout rlvr runs from (src/rlvr/rollout/vllm -> the root)."""
+    return Path(__file__).resolve().parents[4]
 
 
 def find_vllm_python() -> str | None:

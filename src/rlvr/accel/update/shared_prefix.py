@@ -17,7 +17,7 @@ mask). Groups are rows of one batch, right-padded to a common length; pad positi
 attend to themselves (never a fully masked query row, which gives NaN in SDPA) and
 nothing attends to them. Every weight gets ONE gradient, and no KV cache is needed,
 so it also runs under gradient checkpointing. Two ways to run its attention:
-  tree (rlvr.update_paths.tree_attention, for Llama-family models on sdpa/eager): the
+  tree (rlvr.accel.update.tree_attention, for Llama-family models on sdpa/eager): the
     prompt causal, then every completion against [its prompt | itself], batched over
     members: only ~P^2 + n*T*(P + T) pairs, P the longest prompt, T the longest
     completion (the 4D mask is never built);
@@ -49,7 +49,7 @@ from torch.nn.utils.rnn import pad_sequence
 
 from rlvr.algorithms.row_logits import RowLogits
 from rlvr.models.families import cache_kwarg, gradient_checkpointing, keeps_logits_by_mask
-from rlvr.update_paths.tree_attention import (TreeLayout, build_tree_layout,
+from rlvr.accel.update.tree_attention import (TreeLayout, build_tree_layout,
                                           supports_tree_attention, tree_attention_enabled)
 
 PACKABLE_ATTENTION = ("sdpa", "eager")  # take a user 4D mask as is (masking_utils)
@@ -79,7 +79,7 @@ class ModelShape:
     trainable_params: int  # parameters that receive a gradient
     attention: str         # config._attn_implementation
     no_cache: bool         # activation checkpointing drops the KV cache in this pass
-    tree: bool = False     # the packed row can use rlvr.update_paths.tree_attention
+    tree: bool = False     # the packed row can use rlvr.accel.update.tree_attention
 
     @classmethod
     def of(cls, model: Any) -> "ModelShape":
@@ -201,7 +201,7 @@ class PackedRows:
     keep: torch.Tensor       # [G, L] bool: positions whose logits are used
 
     def tree_layout(self, groups: Sequence[Group]) -> TreeLayout:
-        """The rows' layout for rlvr.update_paths.tree_attention."""
+        """The rows' layout for rlvr.accel.update.tree_attention."""
         return build_tree_layout([len(g.prompt) for g in groups],
                                  [[max(n - 1, 0) for n in g.lengths] for g in groups],
                                  self.ids.shape[1], self.ids.device)

@@ -2,9 +2,9 @@
 
 With a single policy epoch the update's forward recomputes, under the same weights,
 every projection that sampling already computed: each prompt token once, each completion
-token once. The CPU decode forward (rlvr.rollout.fast_llama) can keep the output of every
+token once. The CPU decode forward (rlvr.accel.decode.fast_llama) can keep the output of every
 linear layer (per layer: fused q|k|v, o, fused gate|up, down) and the logits of every
-position it scored; rlvr.update_paths.replay then runs the update's forward with those
+position it scored; rlvr.accel.update.replay then runs the update's forward with those
 outputs in place of its GEMMs, so only the backward's GEMMs remain.
 
 Layout, one pool per (layer, slot): rows [0, B*P) hold the prefill (prompt b's column c

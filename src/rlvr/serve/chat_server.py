@@ -19,7 +19,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from rlvr.rollout.chat_schema import SchemaError, constrained_json, integer_fields
+from rlvr.serve.chat_schema import SchemaError, constrained_json, integer_fields
 from rlvr.rollout.http_json import send_json
 
 

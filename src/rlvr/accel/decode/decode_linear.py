@@ -2,7 +2,7 @@
 
 Decoding multiplies a few rows (the live samples) by every weight matrix once per new
 token, so it is bound by how fast the GEMM streams the weights. Three paths, best first:
-  - rlvr's native decode GEMM (rlvr.rollout.native_gemm, compiled on first use) for calls
+  - rlvr's native decode GEMM (rlvr.accel.decode.native_gemm, compiled on first use) for calls
     of up to `native_gemm.MAX_ROWS` rows, on the weight in its plain row-major layout;
     calls with more rows (a prompt prefill) go to oneDNN (else `F.linear`) on that same
     plain copy, so the snapshot holds the weights once and building it is one copy;
@@ -24,7 +24,7 @@ import weakref
 import torch
 import torch.nn.functional as F
 
-from rlvr.rollout import native_gemm
+from rlvr.accel.decode import native_gemm
 
 _ROWS_HINT = 8  # rows per call the blocked layout is tuned for (a decode batch)
 # Tensors `fused` made that no caller can have changed: a DecodeLinear keeps them as is.
@@ -62,7 +62,7 @@ class DecodeLinear:
         if use_native and self.native is None:
             raise RuntimeError("the native decode GEMM is unavailable: it needs CPU float32 "
                                "weights, a C compiler and RLVR_NATIVE_KERNELS unset or 1 (the "
-                               "debug log of rlvr.rollout.native_gemm says what failed)")
+                               "debug log of rlvr.accel.decode.native_gemm says what failed)")
         if use_onednn is None:
             use_onednn = self.native is None and cpu_float and onednn_available()
         self.onednn = self.native is None and use_onednn  # weight in oneDNN's blocked layout

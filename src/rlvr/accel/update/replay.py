@@ -2,10 +2,10 @@
 
 Until the optimizer steps, the update's forward computes the same function the decode
 forward just computed: the same weights, each prompt token once and each completion
-token once (the packed GRPO row of rlvr.update_paths.shared_prefix, tree attention). When
-the decode kept its GEMM outputs (rlvr.rollout.capture), this module runs that packed
+token once (the packed GRPO row of rlvr.accel.update.shared_prefix, tree attention). When
+the decode kept its GEMM outputs (rlvr.accel.decode.capture), this module runs that packed
 forward from them instead of multiplying: every decoder layer is
-rlvr.update_paths.replay_layers' (two adds forward; the rest recomputed in a hand-written
+rlvr.accel.update.replay_layers' (two adds forward; the rest recomputed in a hand-written
 backward), the final norm runs as usual on the kept positions, and the lm_head is
 `_KeptLinear`, an autograd function whose forward hands back the kept logits and whose
 backward is the linear layer's own (dX = dY W, dW = dY^T X, db = sum dY). The forward's
@@ -16,7 +16,7 @@ Used only when it is exact: every row's activations come from one decode call of
 model whose parameters have not changed since (torch bumps a tensor's version on every
 in-place update, which is how optimizers write), plain `nn.Linear` projections (no
 LoRA wrappers, whose base and adapter outputs the decode fused), a Llama-family model
-rlvr.rollout.fast_llama and the tree attention reproduce, no attention dropout.
+rlvr.accel.decode.fast_llama and the tree attention reproduce, no attention dropout.
 Anything else returns None and the caller runs the ordinary forward. Activation
 checkpointing needs no exception: the replayed layers hold only their inputs.
 """
@@ -29,13 +29,13 @@ import torch
 
 from rlvr.algorithms.row_logits import RowLogits
 from rlvr.rollout.base import KeptActivations
-from rlvr.rollout.capture import SLOTS, ActivationCapture
+from rlvr.accel.decode.capture import SLOTS, ActivationCapture
 from rlvr.models.families import is_peft, projections, supports_fast_decode
-from rlvr.rollout.rotary import signed_sin
-from rlvr.update_paths.replay_layers import Kept, LayerShape, Packed, replay_layer
-from rlvr.update_paths.shared_prefix import (Group, gather_index, group_rows, pack_rows,
+from rlvr.accel.decode.rotary import signed_sin
+from rlvr.accel.update.replay_layers import Kept, LayerShape, Packed, replay_layer
+from rlvr.accel.update.shared_prefix import (Group, gather_index, group_rows, pack_rows,
                                          packed_length)
-from rlvr.update_paths.tree_attention import supports_tree_attention
+from rlvr.accel.update.tree_attention import supports_tree_attention
 
 
 class _KeptLinear(torch.autograd.Function):

@@ -3,7 +3,7 @@
     colocate: a `vllm.LLM` in this process (rlvr run from the vLLM environment). On a
               GPU it can sleep between generations so the KV cache frees memory for the
               update (`sampling.vllm.sleep`).
-    server:   a vLLM server elsewhere (`rlvr vllm-serve`, rlvr.rollout.vllm_server),
+    server:   a vLLM server elsewhere (`rlvr vllm-serve`, rlvr.rollout.vllm.server),
               perhaps in its own virtual environment, driven over HTTP.
 
 vLLM runs its own kernels, so its log-probs are not the trainer's numbers: the engine
@@ -33,8 +33,8 @@ from typing import Any, Sequence
 
 import torch
 
-from rlvr.rollout.base import Completion, EngineCapabilities, SamplingParams
-from rlvr.rollout.vllm_client import VLLMClient
+from rlvr.rollout.base import Completion, EngineCapabilities, RolloutPath, SamplingParams
+from rlvr.rollout.vllm.client import VLLMClient
 
 
 class WeightSyncError(RuntimeError):
@@ -101,6 +101,10 @@ class VLLMEngine:
         else:
             raise ValueError(f"sampling.vllm.mode must be colocate or server, got "
                              f"{settings.mode!r}")
+
+    def decode_path(self) -> RolloutPath:
+        """vLLM samples (its own kernels); recorded as rollout/path."""
+        return RolloutPath("vllm")
 
     # -- sampling ---------------------------------------------------------------------
     def generate(self, prompts: Sequence[str], n: int,
@@ -222,13 +226,13 @@ def _write_weights(model: Any, workdir: Path) -> str:
 def _colocated(model: Any, tokenizer: Any, settings: VLLMSettings, workdir: Path,
                device: torch.device) -> Any:
     """A VLLMRunner in this process, started from the trainer's current weights."""
-    from rlvr.rollout.vllm_env import BUILD_COMMAND, vllm_importable
+    from rlvr.rollout.vllm.env import BUILD_COMMAND, vllm_importable
 
     if not vllm_importable():
         raise RuntimeError("sampling.vllm.mode=colocate needs vllm in this Python; run "
                            f"rlvr from the vLLM environment (`{BUILD_COMMAND}`, then "
                            ".venv-vllm/bin/rlvr), or use sampling.vllm.mode=server")
-    from rlvr.rollout.vllm_runner import RunnerSettings, VLLMRunner
+    from rlvr.rollout.vllm.runner import RunnerSettings, VLLMRunner
 
     snapshot = workdir / "model"
     model.save_pretrained(snapshot, safe_serialization=True)

@@ -1,0 +1,1 @@
+"""The update's faster exact forwards behind rlvr.update_paths (see rlvr.accel)."""
