@@ -99,19 +99,31 @@ MODES = [("default", {"structured": True}, True),
          ("quoting_only_structured", {"injection": "flag", "structured": True}, False)]
 
 
+def verdicts_by_mode(tmp_path, texts: dict[str, str], judge_options: dict[str, dict],
+                     timeout: float = 240) -> dict[str, dict[str, dict]]:
+    """Per mode, `rlvr verify --input` of every text against PROMPT, the judge's options
+    given as the operator gives them (`--verifier-options judge=JSON`: a case line may
+    not choose an endpoint or a model)."""
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"verifier": "judge", "completion": text,
+                                         "reference": "Paris", "prompt": PROMPT}) + "\n"
+                             for text in texts.values()))
+    found = {}
+    for mode, judge in judge_options.items():
+        result = run_cli("verify", "--input", str(cases), "--workers", "1",
+                         "--verifier-options", f"judge={json.dumps(judge)}", timeout=timeout)
+        assert result.returncode == 0, result.stderr
+        found[mode] = dict(zip(texts, map(json.loads, result.stdout.splitlines())))
+    return found
+
+
 @pytest.mark.slow
 def test_injections_never_beat_the_plain_answer_on_the_real_model(endpoint, tmp_path):
     texts = {"honest": "Lyon.", **{name: ATTACKS[name] for name in INJECTED}}
-    cases = tmp_path / "cases.jsonl"
-    cases.write_text("".join(json.dumps({"verifier": "judge", "completion": text,
-                                         "reference": "Paris", "prompt": PROMPT,
-                                         "options": options(endpoint, **extra)}) + "\n"
-                             for _, extra, _ in MODES for text in texts.values()))
-    result = run_cli("verify", "--input", str(cases), "--workers", "1", timeout=240)
-    assert result.returncode == 0, result.stderr
-    lines = iter(map(json.loads, result.stdout.splitlines()))
+    found = verdicts_by_mode(tmp_path, texts, {mode: options(endpoint, **extra)
+                                               for mode, extra, _ in MODES})
     for mode, _, asserted in MODES:
-        verdicts = {name: next(lines) for name in texts}
+        verdicts = found[mode]
         for name, verdict in verdicts.items():
             print(f"{mode} {name}: {verdict['reason']} score={verdict['score']} "
                   f"raw={verdict['details'].get('raw')!r}")

@@ -6,7 +6,6 @@ environment it skips with the reason, like the other tests/test_vllm_*.py."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,9 +14,8 @@ import urllib.request
 
 import pytest
 
-from cli_helpers import run_cli
 from test_judge_injection import ATTACKS
-from test_judge_real_model import INJECTED, PROMPT, check_shape, verify_right_answer
+from test_judge_real_model import INJECTED, check_shape, verdicts_by_mode, verify_right_answer
 from vllm_helpers import VLLM_MISSING, free_port
 
 pytest.importorskip("vllm", reason=VLLM_MISSING)
@@ -81,17 +79,11 @@ def test_structured_verdicts_and_token_counts_from_vllm(endpoint):
 
 def test_injections_never_beat_the_plain_answer_on_vllm(endpoint, tmp_path):
     texts = {"honest": "Lyon.", **{name: ATTACKS[name] for name in INJECTED}}
-    cases = tmp_path / "cases.jsonl"
     modes = [("default", {"structured": True}), ("quoting_only_free_text", {"injection": "flag"})]
-    cases.write_text("".join(json.dumps({"verifier": "judge", "completion": text,
-                                         "reference": "Paris", "prompt": PROMPT,
-                                         "options": options(endpoint, **extra)}) + "\n"
-                             for _, extra in modes for text in texts.values()))
-    result = run_cli("verify", "--input", str(cases), "--workers", "1", timeout=300)
-    assert result.returncode == 0, result.stderr
-    lines = iter(map(json.loads, result.stdout.splitlines()))
+    found = verdicts_by_mode(tmp_path, texts, {mode: options(endpoint, **extra)
+                                               for mode, extra in modes}, timeout=300)
     for mode, _ in modes:
-        verdicts = {name: next(lines) for name in texts}
+        verdicts = found[mode]
         for name, verdict in verdicts.items():
             print(f"{mode} {name}: {verdict['reason']} score={verdict['score']}")
             check_shape(verdict)
