@@ -189,6 +189,7 @@ class EveryAnswerPasses:
 
 def test_eval_verifier_grades_held_out_answers_and_the_reward_grades_training(tmp_path):
     cfg = tiny_config("steps=1", "data.eval_size=4", "checkpoint_every=0",
+                      "reward.plugins=[test_train_eval_schedule:EveryAnswerPasses]",
                       "eval.verifier=test_train_eval_schedule:EveryAnswerPasses")
     summary = train(cfg, tmp_path / "run")
     evals = _lines(tmp_path / "run" / "evals.jsonl")

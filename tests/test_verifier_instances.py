@@ -75,5 +75,7 @@ def test_a_batch_of_distinct_code_limits_leaves_a_bounded_number_of_sandboxes():
         # sandbox trees, not one per distinct limit (unbounded: 6 * 48)
         [worker] = pool._workers
         held = _descendants(worker.process.pid)
-    per_verifier = 6  # measured here: one code verifier's zygote and judge sandboxes
-    assert held <= per_verifier * registry.MAX_INSTANCES, held
+    # measured here: one code verifier's zygote and judge sandboxes, 6 processes; one
+    # more tree's worth of slack for a sandbox still being torn down
+    per_verifier = 6
+    assert held <= per_verifier * (registry.MAX_INSTANCES + 1), held
