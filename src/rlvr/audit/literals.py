@@ -2,8 +2,9 @@
 arithmetic over literals exactly, and classify an answer's *form*.
 
 Independent of the math verifier on purpose: the audit is a second opinion, so it must
-not share the verifier's blind spots. Everything here is regex and `fractions`, no
-sympy, so it is cheap enough for the trainer to run every few steps.
+not share the verifier's blind spots. It shares only the facts of notation (which
+signs and commands are which operator: rlvr.mathtext). Everything here is regex and
+`fractions`, no sympy, so it is cheap enough for the trainer to run every few steps.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import re
 from fractions import Fraction
 from typing import Any
 
-# LaTeX and Unicode spellings of the four operations, written as ASCII.
+from rlvr.mathtext import FRACTION_COMMANDS, find_boxes, operators_as_ascii
+
+# After the four operations (rlvr.mathtext.operators_as_ascii): powers and fractions.
 _OPERATOR_SPELLINGS = [
-    (re.compile(r"\\(?:times|cdot|ast)(?![A-Za-z])|\u00d7|\u00b7|\u22c5|\u2217"), "*"),
-    (re.compile(r"\\div(?![A-Za-z])|\u00f7"), "/"),
-    (re.compile(r"\u2212|\u2013"), "-"),
     (re.compile(r"\*\*"), "^"),
-    (re.compile(r"\\[dt]frac(?![A-Za-z])"), r"\\frac"),
+    (re.compile(r"\\(?:" + "|".join(FRACTION_COMMANDS) + r")(?![A-Za-z])"), r"\\frac"),
 ]
 # Spacing and sizing commands that never change a value.
 _NOISE = re.compile(r"\\(?:left|right|displaystyle|!|,|;|:|quad|qquad)(?![A-Za-z])|\\ |~")
@@ -44,7 +44,7 @@ MAX_EXPONENT = 64  # 2^64 is an answer; 10^(10^9) is a way to hang the audit
 def normalise(text: str) -> str:
     """Operators as ASCII (`\\times` -> `*`), no spacing commands, no thousands
     separators, no surrounding `$`, no trailing full stop; inner spaces collapsed."""
-    text = text.strip()
+    text = operators_as_ascii(text.strip())
     for pattern, replacement in _OPERATOR_SPELLINGS:
         text = pattern.sub(replacement, text)
     text = _NOISE.sub(" ", text)
@@ -113,8 +113,8 @@ def value_of_reference(reference: Any) -> Fraction | None:
         return Fraction(str(reference))
     if not isinstance(reference, str):
         return None
-    boxed = re.findall(r"\\boxed\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}", reference)
-    text = strip_decorations(boxed[-1] if boxed else reference)
+    boxed = find_boxes(reference)
+    text = strip_decorations(boxed[-1].content if boxed else reference)
     value = plain_literal(text)
     if value is None:  # a reference may itself be a whole fraction, e.g. "4/2"
         match = SLASH_FRACTION.fullmatch(text) or LATEX_FRACTION.fullmatch(text)

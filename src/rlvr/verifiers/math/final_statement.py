@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import re
 
+from rlvr.mathtext import CLOSING_VERBS
 from rlvr.verifiers.math.extraction import Candidate
 from rlvr.verifiers.math.spans import Span, math_spans
 
@@ -36,7 +37,7 @@ _CLOSING = re.compile(r"^[\s,;:)*]*(?:[A-Za-z']+[\s,;:)*]*){0,8}[\s.!*]*$")  # a
 # A sentence ends at ". ", "! ", "? " before a capital, or at a blank line.
 _SENTENCE_END = re.compile(r"[.!?]\s+(?=[A-Z])|\n\s*\n")
 _LINE_END = re.compile(r"[.!?]\s+(?=[A-Z])|\n")
-_CLOSING_VALUE = re.compile(r"(?:\b(?:is|are|equals|be)\s+|(?P<equals>=)\s*)(?P<value>[-+]?\d[\d,]*"
+_CLOSING_VALUE = re.compile(rf"(?:\b(?:{CLOSING_VERBS})\s+|(?P<equals>=)\s*)(?P<value>[-+]?\d[\d,]*"
                             r"(?:\.\d+)?(?:\s*/\s*\d+)?)(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
 # A closing sentence that checks the answer rather than states it.
 _CHECK_SENTENCE = re.compile(

@@ -16,14 +16,15 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rlvr.verifiers.math.extraction import unwrap_boxes
+from rlvr.mathtext import UNICODE_OPERATORS, unwrap_boxes
 from rlvr.verifiers.math.units import split_unit
 
-_UNICODE = {
-    "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u03c0": "\\pi ", "\u221a": "\\sqrt ",
-    "\u00d7": "\\times ", "\u22c5": "\\cdot ", "\u00b7": "\\cdot ", "\u00f7": "\\div ",
-    "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\neq ", "\u221e": "\\infty ",
-    "\u00b1": "\\pm ", "\u222a": "\\cup ", "\u2208": "\\in ", "\u00b0": "^\\circ ",
+# The operator signs (shared with the audit), a command followed by a space so that
+# `2×x` does not become `2\\timesx`; then the other symbols.
+_UNICODE = {sign: latex + " " if latex.startswith("\\") else latex
+            for sign, latex in UNICODE_OPERATORS.items()} | {
+    "\u03c0": "\\pi ", "\u221a": "\\sqrt ",
+    "\u221e": "\\infty ", "\u222a": "\\cup ", "\u2208": "\\in ", "\u00b0": "^\\circ ",
     "\u2009": "", "\u202f": "", "\u00a0": " ",
     # currencies, like `$` (`1,000.99€`); superscript digits (`m²`, `x³`)
     "\u20ac": "", "\u00a3": "", "\u00a5": "", "\u00b2": "^2", "\u00b3": "^3",
