@@ -40,6 +40,9 @@ UNICODE_OPERATORS: dict[str, str] = {
 OPERATOR_COMMANDS: dict[str, str] = {"times": "*", "cdot": "*", "ast": "*", "div": "/"}
 # The fraction commands that all mean `\frac` (display, text and continued styles).
 FRACTION_COMMANDS = ("frac", "dfrac", "tfrac", "cfrac")
+# LaTeX's thousands markup between digit groups: `1{,}000`, `1\,000`, `10,\!080`.
+# (A plain comma may also separate list entries: each reader decides that itself.)
+THOUSANDS_MARKUP = re.compile(r"(?<=\d)(?:\{,\}|\\,|,\\!|\\!,)\s*(?=\d{3}(?!\d))")
 # The verbs after which a closing sentence states its value ("... equals 87.",
 # "He will be 13."), as a regex alternation.
 CLOSING_VERBS = "is|are|equals|be"

@@ -14,7 +14,8 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from rlvr.mathtext import FRACTION_COMMANDS, find_boxes, operators_as_ascii
+from rlvr.mathtext import (FRACTION_COMMANDS, THOUSANDS_MARKUP, find_boxes,
+                           operators_as_ascii)
 
 # After the four operations (rlvr.mathtext.operators_as_ascii): powers and fractions.
 _OPERATOR_SPELLINGS = [
@@ -23,7 +24,7 @@ _OPERATOR_SPELLINGS = [
 ]
 # Spacing and sizing commands that never change a value.
 _NOISE = re.compile(r"\\(?:left|right|displaystyle|!|,|;|:|quad|qquad)(?![A-Za-z])|\\ |~")
-_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|,)(?=\d{3}(?!\d))")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # after THOUSANDS_MARKUP
 _WRAPPERS = re.compile(r"^(?:\$+|\\\(|\\\[)\s*(.*?)\s*(?:\$+|\\\)|\\\])$", re.DOTALL)
 # Units and labels that a value may carry without changing it: "$450", "x = 450",
 # "450 apples", "450^\circ", "\text{ dollars}".
@@ -44,7 +45,7 @@ MAX_EXPONENT = 64  # 2^64 is an answer; 10^(10^9) is a way to hang the audit
 def normalise(text: str) -> str:
     """Operators as ASCII (`\\times` -> `*`), no spacing commands, no thousands
     separators, no surrounding `$`, no trailing full stop; inner spaces collapsed."""
-    text = operators_as_ascii(text.strip())
+    text = THOUSANDS_MARKUP.sub("", operators_as_ascii(text.strip()))  # before `\\,` goes
     for pattern, replacement in _OPERATOR_SPELLINGS:
         text = pattern.sub(replacement, text)
     text = _NOISE.sub(" ", text)
