@@ -43,6 +43,9 @@ FRACTION_COMMANDS = ("frac", "dfrac", "tfrac", "cfrac")
 # LaTeX's thousands markup between digit groups: `1{,}000`, `1\,000`, `10,\!080`.
 # (A plain comma may also separate list entries: each reader decides that itself.)
 THOUSANDS_MARKUP = re.compile(r"(?<=\d)(?:\{,\}|\\,|,\\!|\\!,)\s*(?=\d{3}(?!\d))")
+# The verbs that join "the answer" to the answer it states ("the answer is 5",
+# "Answer = 5", "the final answer should be 5"), as a regex alternation.
+ANSWER_VERBS = r"is|=|would\s+be|should\s+be|must\s+be|equals"
 # The verbs after which a closing sentence states its value ("... equals 87.",
 # "He will be 13."), as a regex alternation.
 CLOSING_VERBS = "is|are|equals|be"

@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rlvr.mathtext import BOX_COMMAND, CLOSING_VERBS, find_boxes
+from rlvr.mathtext import ANSWER_VERBS, BOX_COMMAND, CLOSING_VERBS, find_boxes
 
-# "the answer is", "final answer:", "Answer =", "the result is", "####"; the stated text
-# runs to the line end.
-_MARKER = re.compile(r"####|\b(?:final\s+)?(?:answer|result)\s*(?:is\s*:?|:|=)", re.IGNORECASE)
+# "the answer is", "final answer:", "Answer =", "the result should be", "####"; the
+# stated text runs to the line end.
+_MARKER = re.compile(rf"####|\b(?:final\s+)?(?:answer|result)\s*(?:(?:{ANSWER_VERBS})\s*:?|:)",
+                     re.IGNORECASE)
 # What a response says when it takes back its answer: a later value corrects the box.
 _CORRECTION = re.compile(r"\b(?:actually|correction|wait|mistake|wrong|oops|instead)\b",
                          re.IGNORECASE)

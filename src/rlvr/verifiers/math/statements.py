@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import re
 
-from rlvr.mathtext import BOX_COMMAND
+from rlvr.mathtext import ANSWER_VERBS, BOX_COMMAND
 from rlvr.verifiers.math.extraction import Candidate
 from rlvr.verifiers.math.spans import is_money
 
 _STATEMENT = re.compile(
     r"\b(?:final\s+|correct\s+|right\s+|true\s+)?(?:answer|result|solution)\s*"
-    r"(?:is|=|would\s+be|should\s+be|must\s+be|equals)\s*:?\s*"
+    rf"(?:{ANSWER_VERBS})\s*:?\s*"
     # a correction: "Actually, 500." / "Correction: it is 500"
     r"|\b(?:actually|correction|rather|instead)\b\s*[:,]?\s*(?:(?:it|that)(?:'s|\s+is)\s+)?"
     r"(?:the\s+answer\s+is\s+)?"
