@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,9 @@ INTENDED = [
     ("The answer is $\\boxed{\\frac{1}{3} \\approx 0.33}$.", "\\frac{1}{3}", "unevaluated",
      "the verifier drops an approximation written after an exact value; the audit has no "
      "such rule and sees the arithmetic"),
+    ("The answer is \\boxed{7 \\times 5 = 35}.", "35", "unevaluated",
+     "the verifier pays a boxed chain of equalities that ends on the value (chains.py); "
+     "the audit flags the work written in the box"),
 ]
 
 
@@ -58,6 +62,38 @@ def test_the_audit_flags_what_the_verifier_pays_here_on_purpose(completion, refe
     assert verdict.passed and verdict.score == 1.0, (verdict.reason, why)
     found = strict_findings("math", completion, reference, None)
     assert [f.code for f in found][:1] == [code], (found, why)
+
+
+# Where the copies had drifted apart on a fact: the verifier paid these, and the audit
+# used to flag them (`\\cfrac` was no fraction to it, `10,\\!080` two numbers, "be" no
+# verb of a closing statement). Sharing the fact, the audit reads each as the verifier.
+DRIFTS_FIXED = [
+    ("The answer is $\\boxed{\\cfrac{3}{4}}$.", "\\frac{3}{4}"),
+    ("The answer is $\\boxed{10,\\!080}$.", "10080"),
+    ("The answer is $\\boxed{1\\,000\\,000}$.", "1000000"),
+    ("So after 5 years, he will be 13.", "13"),
+]
+
+
+@pytest.mark.parametrize("completion, reference", DRIFTS_FIXED)
+def test_a_fact_the_copies_drifted_on_is_now_read_alike(completion, reference):
+    assert VERIFIER.verify(completion, reference).passed
+    assert strict_findings("math", completion, reference, None) == []
+
+
+def test_a_later_statement_with_any_answer_verb_conflicts_for_both():
+    """"should be" joins an answer to its value for the verifier, so it does for the
+    audit: the box of 450 is taken back (the audit's markers used to know only "is")."""
+    completion = "So \\boxed{450}.\nThe answer should be 500."
+    assert not VERIFIER.verify(completion, "450").passed
+    assert [f.code for f in strict_findings("math", completion, "450", None)] == ["conflicting"]
+
+
+def test_the_audit_reads_a_reference_box_at_any_depth():
+    # the audit's own box pattern allowed two levels of braces and no \fbox
+    assert literals.value_of_reference("so \\fbox{7}") == 7
+    assert literals.value_of_reference("\\boxed{{\\frac{3}{4}}}") == Fraction(3, 4)
+    assert literals.evaluate("5 \u2014 3") == 2  # an em dash is a minus to both
 
 
 def _corpus() -> list[str]:

@@ -25,7 +25,7 @@ _OPERATOR_SPELLINGS = [
 # Spacing and sizing commands that never change a value.
 _NOISE = re.compile(r"\\(?:left|right|displaystyle|!|,|;|:|quad|qquad)(?![A-Za-z])|\\ |~")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # after THOUSANDS_MARKUP
-_WRAPPERS = re.compile(r"^(?:\$+|\\\(|\\\[)\s*(.*?)\s*(?:\$+|\\\)|\\\])$", re.DOTALL)
+_OPENER = re.compile(r"\$+|\\\(|\\\[")
 # Units and labels that a value may carry without changing it: "$450", "x = 450",
 # "450 apples", "450^\circ", "\text{ dollars}".
 _LABEL = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?\s*=\s*(?!=)")
@@ -40,6 +40,7 @@ LATEX_FRACTION = re.compile(r"([+-]?)\\frac(?:\{(\d+)\}|(\d))(?:\{(\d+)\}|(\d))"
 OPERATION = re.compile(r"[\d)}]\s*[-+*/^]\s*[-+(\\{]*\s*\d|\\frac|\\sqrt|\d\s*\^")
 
 MAX_EXPONENT = 64  # 2^64 is an answer; 10^(10^9) is a way to hang the audit
+MAX_LITERAL_CHARS = 1000
 
 
 def normalise(text: str) -> str:
@@ -51,10 +52,25 @@ def normalise(text: str) -> str:
     text = _NOISE.sub(" ", text)
     text = _THOUSANDS.sub("", text)
     text = text.strip().rstrip(".").strip()
-    wrapped = _WRAPPERS.match(text)
-    if wrapped:
-        text = wrapped.group(1)
-    return " ".join(text.split())
+    return " ".join(_unwrapped(text).split())
+
+
+def _unwrapped(text: str) -> str:
+    """`$x$`, `$$x$$`, `\\(x\\)`, `\\[x\\]` (a `$` run or `\\(`/`\\[` first, a `$` run or
+    `\\)`/`\\]` last) -> `x`; else the text. Two scans from the ends: a regex with a
+    lazy middle between two `\\s*` took 35 s on a `$` and 2000 spaces."""
+    opener = _OPENER.match(text)
+    if opener is None:
+        return text
+    if text.endswith(("\\)", "\\]")):
+        close = len(text) - 2
+    else:
+        close = len(text.rstrip("$"))
+        if close == len(text):
+            return text
+    if close < opener.end():  # `$$`: the two ends share the one run of dollars
+        return "" if close == 0 and len(text) >= 2 else text
+    return text[opener.end():close]
 
 
 def compact(text: str) -> str:
@@ -84,6 +100,8 @@ def plain_literal(text: str) -> Fraction | None:
     else None. A fraction whose denominator divides its numerator (`\\frac{900}{2}`) is
     an unevaluated division, not a literal."""
     text = text.strip()
+    if len(text) > MAX_LITERAL_CHARS:  # int() refuses past 4300 digits: no answer is one
+        return None
     if INTEGER.fullmatch(text) or DECIMAL.fullmatch(text):
         return Fraction(text)
     match = SLASH_FRACTION.fullmatch(text)
@@ -128,13 +146,16 @@ def evaluate(text: str) -> Fraction | None:
     """Exact value of arithmetic over number literals (`6 * 75`, `449+1`,
     `\\frac{900}{2}`, `2^6`, `\\sqrt{16}`), else None (variables, functions, huge
     powers, irrational roots, anything else)."""
+    if len(text) > MAX_LITERAL_CHARS:  # no answer is that long; the parser would be
+        return None  # what a hostile text measures (thousands of `(` exhaust its memory)
     source = _to_python(compact(text))
     if source is None:
         return None
     try:
         tree = ast.parse(source, mode="eval")
         return _value(tree.body)
-    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, RecursionError):
+    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, RecursionError,
+            MemoryError):
         return None
 
 
