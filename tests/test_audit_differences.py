@@ -66,12 +66,15 @@ def test_the_audit_flags_what_the_verifier_pays_here_on_purpose(completion, refe
 
 # Where the copies had drifted apart on a fact: the verifier paid these, and the audit
 # used to flag them (`\\cfrac` was no fraction to it, `10,\\!080` two numbers, "be" no
-# verb of a closing statement). Sharing the fact, the audit reads each as the verifier.
+# verb of a closing statement, "Let's verify:" no check, so 13 was the answer). Sharing the fact, the audit reads each as the verifier.
 DRIFTS_FIXED = [
     ("The answer is $\\boxed{\\cfrac{3}{4}}$.", "\\frac{3}{4}"),
     ("The answer is $\\boxed{10,\\!080}$.", "10080"),
     ("The answer is $\\boxed{1\\,000\\,000}$.", "1000000"),
     ("So after 5 years, he will be 13.", "13"),
+    # a closing check is no statement of the answer, however it opens
+    ("So the value is 5. Let's verify: 2(5)+3 = 13.", "5"),
+    ("So x is 5.\nDouble-check: 2(5)+3 = 13.", "5"),
 ]
 
 

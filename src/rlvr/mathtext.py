@@ -49,6 +49,13 @@ ANSWER_VERBS = r"is|=|would\s+be|should\s+be|must\s+be|equals"
 # The verbs after which a closing sentence states its value ("... equals 87.",
 # "He will be 13."), as a regex alternation.
 CLOSING_VERBS = "is|are|equals|be"
+# A plain value as a closing statement writes it: `87`, `-3.5`, `1,000`, `2/3`.
+PLAIN_VALUE = r"[-+]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?"
+# The words that open a sentence checking an answer rather than stating one ("Verify:
+# 2(5)+3=13.", "Let's double-check: ..."), as a regex alternation.
+CHECK_OPENERS = (r"verify|verification|verifying|check|checking|double[- ]check(?:ing)?|"
+                 r"sanity\s+check|proof|to\s+(?:verify|check|confirm)|let(?:'s|\s+us|\s+me)\s+"
+                 r"(?:verify|check|confirm|double[- ]check)")
 
 _ASCII_OPERATOR = {sign: OPERATOR_COMMANDS.get(latex.lstrip("\\"), latex)
                    for sign, latex in UNICODE_OPERATORS.items()

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rlvr.mathtext import ANSWER_VERBS, BOX_COMMAND, CLOSING_VERBS, find_boxes
+from rlvr.mathtext import (ANSWER_VERBS, BOX_COMMAND, CHECK_OPENERS, CLOSING_VERBS,
+                           PLAIN_VALUE, find_boxes)
 
 # "the answer is", "final answer:", "Answer =", "the result should be", "####"; the
 # stated text runs to the line end.
@@ -85,13 +86,13 @@ def leading_value(text: str) -> str | None:
 # $34$ apples." (the math verifier reads such a closing statement too; a number in the
 # middle of the text is still no stated answer).
 # ("\b=" never matched after a space: "=" is no word character, hence its own branch.)
-_CLOSING_VALUE = re.compile(rf"(?:\b(?:{CLOSING_VERBS})\s+|=\s*)\$?(?P<value>[-+]?\d[\d,]*(?:\.\d+)?"
-                            r"(?:\s*/\s*\d+)?)\$?(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
+_CLOSING_VALUE = re.compile(rf"(?:\b(?:{CLOSING_VERBS})\s+|=\s*)\$?(?P<value>{PLAIN_VALUE})\$?"
+                            r"(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
 
 
 # A closing sentence that checks the answer ("Verify: 2(5)+3=13.") states none.
-_CHECK_TAIL = re.compile(r"(?:(?<=[.!?])[ \t]+|\n\s*)(?:verify|verification|check|checking)\b"
-                         r"[^\n]*$", re.IGNORECASE)
+_CHECK_TAIL = re.compile(rf"(?:(?<=[.!?])[ \t]+|\n\s*)(?:{CHECK_OPENERS})\b[^\n]*$",
+                         re.IGNORECASE)
 # A plain closing sentence with one number: "Tom has 24 apples left."
 _LAST_SENTENCE = re.compile(r"(?:^|(?<=[.!?])\s+|\n)(?P<sentence>[A-Z][^\n.!?]{0,300}[.!])\s*$")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w])")
@@ -119,7 +120,7 @@ def closing_value(completion: str) -> Statement | None:
 
 
 # A completion that is nothing but a number ("8", "$-3.5$.").
-_ONLY_VALUE = re.compile(r"\s*\$?(?P<value>[-+]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?)\$?\.?\s*")
+_ONLY_VALUE = re.compile(rf"\s*\$?(?P<value>{PLAIN_VALUE})\$?\.?\s*")
 # "This answer is correct, ...": a marker followed by a word states no value.
 _OPENS_WITH_WORD = re.compile(r"[A-Za-z]{2,}")
 
