@@ -1,15 +1,18 @@
 """How math is written in text: the facts that the math verifier and the audit share.
 
 Where a `\\boxed{}` or `\\fbox{}` is and what it holds, which `}` closes a `{`, which
-characters and commands spell an operator, the verbs a closing statement puts before
-its value. These are facts of LaTeX and of the language, not judgements: the verifier
+characters and commands spell an operator, how LaTeX marks thousands, and the words
+around a stated answer ("the answer *should be* 5", "he will *be* 13", "*Let's verify*:
+..."). These are facts of LaTeX and of the language, not judgements: the verifier
 (`verifiers/math/`) and the audit (`audit/`) must read them alike, or the audit's
-second opinion would flag what it merely failed to read. What each does *with* a box
-(a placeholder box is no answer, a later statement conflicts with it, an expression is
-unevaluated) stays in each: those are opinions, and the audit keeps its own.
+second opinion would flag what it merely failed to read. What each does *with* them (a
+placeholder box is no answer, a later statement conflicts with a box, an expression is
+unevaluated, which statements count) stays in each: those are opinions, and the audit
+keeps its own. The word tables are regex alternations for each reader's own patterns.
 
-Standard library only, and linear in the text's length for any input: one scan per
-call, no regex that can backtrack over its input (model text may be hostile).
+Standard library only. The functions are linear in the text's length for any input
+(one scan per call; a nested box is unwrapped through one brace-matching pass), and
+the patterns here cannot backtrack over their input: model text may be hostile.
 """
 
 from __future__ import annotations
