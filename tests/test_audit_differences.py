@@ -49,6 +49,10 @@ INTENDED = [
     ("The answer is $\\boxed{\\frac{1}{3} \\approx 0.33}$.", "\\frac{1}{3}", "unevaluated",
      "the verifier drops an approximation written after an exact value; the audit has no "
      "such rule and sees the arithmetic"),
+    ("So the answer is 450. (format: \\boxed{ANSWER})", "450", "not_a_value",
+     "the verifier skips a box that holds the instruction's placeholder (it is no answer) "
+     "and pays the stated 450; the audit reads every box as written, and a response that "
+     "ends on the placeholder is worth a person's look"),
     ("The answer is \\boxed{7 \\times 5 = 35}.", "35", "unevaluated",
      "the verifier pays a boxed chain of equalities that ends on the value (chains.py); "
      "the audit flags the work written in the box"),
