@@ -4,6 +4,7 @@ verifier. Each expected value is worked out by hand in the comment or the case."
 from __future__ import annotations
 
 import inspect
+import time
 from fractions import Fraction
 
 import pytest
@@ -203,6 +204,17 @@ def test_odd_input_never_raises():
     assert strict_recheck("math", None, None, None).startswith("no_answer")  # type: ignore[arg-type]
     assert strict_recheck("ifeval", "fine words here", None, 42) is None  # type: ignore[arg-type]
     assert strict_recheck("code", "def f(:\n", {}, None) is None
+
+
+@pytest.mark.parametrize("completion", [
+    "\\boxed{" + "1" * 8000 + "}",  # int() refuses a literal of 4300+ digits
+    "\\boxed{" + "(" * 8000 + "1}",  # the parser runs out of memory on the nesting
+    "\\boxed{$" + " " * 5000 + "x}",  # a lazy $...$ pattern took 35 s on 2000 spaces
+])
+def test_hostile_answers_neither_raise_nor_hang(completion):
+    start = time.perf_counter()
+    strict_findings("math", completion, "5", None)
+    assert time.perf_counter() - start < 5  # ~0.01 s each; the old code raised or hung
 
 
 def test_a_text_ending_on_its_value_states_an_answer():

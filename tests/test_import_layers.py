@@ -28,15 +28,16 @@ ALLOWED: dict[str, set[str]] = {
     "data": {"verifiers", "models", "runs.jsonl"},
     "models": {"config"},
     "adapters": {"verifiers", "serve"},
-    "audit": {"runs", "textsafe"},
+    "audit": {"runs", "textsafe", "mathtext"},
     "view": {"audit", "runs", "serve.listen", "serve.access", "serve.transport", "textsafe"},
     "serve": {"verifiers", "rollout.http_json"},
     "algorithms": set(),
     "distributed": set(),
-    "verifiers": {"textsafe"},
+    "verifiers": {"textsafe", "mathtext"},
     "runs": {"textsafe"},
     "config": set(),
     "textsafe": set(),
+    "mathtext": set(),
     "errors": set(),
 }
 

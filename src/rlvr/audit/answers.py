@@ -3,7 +3,9 @@
 
 The audit's own reading, independent of the math verifier's extraction: it looks for
 what the verifier may have missed, in particular a statement *after* the box that
-says something else (`\\boxed{6 * 75} ... So the answer is \\textbf{8100}.`).
+says something else (`\\boxed{6 * 75} ... So the answer is \\textbf{8100}.`). Where
+the boxes are and the verbs of a closing statement are facts both read alike
+(rlvr.mathtext); which statements count, and what conflicts, is the audit's own.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
-# "the answer is", "final answer:", "Answer =", "the result is", "####"; the stated text
-# runs to the line end.
-_MARKER = re.compile(r"####|\b(?:final\s+)?(?:answer|result)\s*(?:is\s*:?|:|=)", re.IGNORECASE)
-_COLOR = re.compile(r"\\(?:textcolor|color)\s*\{[^{}]*\}")
+from rlvr.mathtext import (ANSWER_VERBS, BOX_COMMAND, CHECK_OPENERS, CLOSING_VERBS,
+                           PLAIN_VALUE, find_boxes)
+
+# "the answer is", "final answer:", "Answer =", "the result should be", "####"; the
+# stated text runs to the line end.
+_MARKER = re.compile(rf"####|\b(?:final\s+)?(?:answer|result)\s*(?:(?:{ANSWER_VERBS})\s*:?|:)",
+                     re.IGNORECASE)
 # What a response says when it takes back its answer: a later value corrects the box.
 _CORRECTION = re.compile(r"\b(?:actually|correction|wait|mistake|wrong|oops|instead)\b",
                          re.IGNORECASE)
@@ -38,42 +42,11 @@ class Statement:
     kind: str  # "boxed" | "marker" | "bold"
 
 
-def _closing_brace(text: str, open_index: int) -> int | None:
-    depth, i = 0, open_index
-    while i < len(text):
-        char = text[i]
-        if char == "\\":  # an escaped brace is a literal, not grouping
-            i += 2
-            continue
-        depth += char == "{"
-        depth -= char == "}"
-        if depth == 0:
-            return i
-        i += 1
-    return None
-
-
 def boxes(completion: str) -> list[Statement]:
-    """Every closed outermost box, in order (an unclosed box is no answer)."""
-    found, position = [], 0
-    while (match := _BOX.search(completion, position)) is not None:
-        close = _closing_brace(completion, match.end() - 1)
-        if close is None:
-            break
-        inner = completion[match.end():close].strip()
-        while True:  # \boxed{\boxed{x}}, \boxed{{x}}
-            nested = _BOX.match(inner)
-            if nested and inner.endswith("}"):
-                inner = inner[nested.end():-1].strip()
-            elif inner.startswith("{") and _closing_brace(inner, 0) == len(inner) - 1:
-                inner = inner[1:-1].strip()
-            elif (color := _COLOR.match(inner)) is not None:  # \color{red}{450}
-                inner = inner[color.end():].strip()
-            else:
-                break
-        found.append(Statement(inner, match.start(), close + 1, "boxed"))
-        position = close + 1
-    return found
+    """Every closed outermost box, in order (an unclosed box is no answer); nested
+    boxes, colours and a brace group around the content are taken off."""
+    return [Statement(box.content, box.start, box.end, "boxed")
+            for box in find_boxes(completion)]
 
 
 def marker_statements(completion: str) -> list[Statement]:
@@ -85,7 +58,7 @@ def marker_statements(completion: str) -> list[Statement]:
         line_end = completion.find("\n", match.end())
         line_end = len(completion) if line_end < 0 else line_end
         text = _BOLD_MARKUP.sub(r"\1", completion[match.end():line_end]).strip()
-        if not text or _BOX.match(text):
+        if not text or BOX_COMMAND.match(text):
             continue
         found.append(Statement(text, match.start(), line_end, "marker"))
     return found
@@ -113,13 +86,13 @@ def leading_value(text: str) -> str | None:
 # $34$ apples." (the math verifier reads such a closing statement too; a number in the
 # middle of the text is still no stated answer).
 # ("\b=" never matched after a space: "=" is no word character, hence its own branch.)
-_CLOSING_VALUE = re.compile(r"(?:\b(?:is|are|equals)\s+|=\s*)\$?(?P<value>[-+]?\d[\d,]*(?:\.\d+)?"
-                            r"(?:\s*/\s*\d+)?)\$?(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
+_CLOSING_VALUE = re.compile(rf"(?:\b(?:{CLOSING_VERBS})\s+|=\s*)\$?(?P<value>{PLAIN_VALUE})\$?"
+                            r"(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
 
 
 # A closing sentence that checks the answer ("Verify: 2(5)+3=13.") states none.
-_CHECK_TAIL = re.compile(r"(?:(?<=[.!?])[ \t]+|\n\s*)(?:verify|verification|check|checking)\b"
-                         r"[^\n]*$", re.IGNORECASE)
+_CHECK_TAIL = re.compile(rf"(?:(?<=[.!?])[ \t]+|\n\s*)(?:{CHECK_OPENERS})\b[^\n]*$",
+                         re.IGNORECASE)
 # A plain closing sentence with one number: "Tom has 24 apples left."
 _LAST_SENTENCE = re.compile(r"(?:^|(?<=[.!?])\s+|\n)(?P<sentence>[A-Z][^\n.!?]{0,300}[.!])\s*$")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w])")
@@ -147,7 +120,7 @@ def closing_value(completion: str) -> Statement | None:
 
 
 # A completion that is nothing but a number ("8", "$-3.5$.").
-_ONLY_VALUE = re.compile(r"\s*\$?(?P<value>[-+]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?)\$?\.?\s*")
+_ONLY_VALUE = re.compile(rf"\s*\$?(?P<value>{PLAIN_VALUE})\$?\.?\s*")
 # "This answer is correct, ...": a marker followed by a word states no value.
 _OPENS_WITH_WORD = re.compile(r"[A-Za-z]{2,}")
 

@@ -2,8 +2,9 @@
 arithmetic over literals exactly, and classify an answer's *form*.
 
 Independent of the math verifier on purpose: the audit is a second opinion, so it must
-not share the verifier's blind spots. Everything here is regex and `fractions`, no
-sympy, so it is cheap enough for the trainer to run every few steps.
+not share the verifier's blind spots. It shares only the facts of notation (which
+signs and commands are which operator: rlvr.mathtext). Everything here is regex and
+`fractions`, no sympy, so it is cheap enough for the trainer to run every few steps.
 """
 
 from __future__ import annotations
@@ -13,18 +14,18 @@ import re
 from fractions import Fraction
 from typing import Any
 
-# LaTeX and Unicode spellings of the four operations, written as ASCII.
+from rlvr.mathtext import (FRACTION_COMMANDS, THOUSANDS_MARKUP, find_boxes,
+                           operators_as_ascii)
+
+# After the four operations (rlvr.mathtext.operators_as_ascii): powers and fractions.
 _OPERATOR_SPELLINGS = [
-    (re.compile(r"\\(?:times|cdot|ast)(?![A-Za-z])|\u00d7|\u00b7|\u22c5|\u2217"), "*"),
-    (re.compile(r"\\div(?![A-Za-z])|\u00f7"), "/"),
-    (re.compile(r"\u2212|\u2013"), "-"),
     (re.compile(r"\*\*"), "^"),
-    (re.compile(r"\\[dt]frac(?![A-Za-z])"), r"\\frac"),
+    (re.compile(r"\\(?:" + "|".join(FRACTION_COMMANDS) + r")(?![A-Za-z])"), r"\\frac"),
 ]
 # Spacing and sizing commands that never change a value.
 _NOISE = re.compile(r"\\(?:left|right|displaystyle|!|,|;|:|quad|qquad)(?![A-Za-z])|\\ |~")
-_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|,)(?=\d{3}(?!\d))")
-_WRAPPERS = re.compile(r"^(?:\$+|\\\(|\\\[)\s*(.*?)\s*(?:\$+|\\\)|\\\])$", re.DOTALL)
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # after THOUSANDS_MARKUP
+_OPENER = re.compile(r"\$+|\\\(|\\\[")
 # Units and labels that a value may carry without changing it: "$450", "x = 450",
 # "450 apples", "450^\circ", "\text{ dollars}".
 _LABEL = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?\s*=\s*(?!=)")
@@ -39,21 +40,37 @@ LATEX_FRACTION = re.compile(r"([+-]?)\\frac(?:\{(\d+)\}|(\d))(?:\{(\d+)\}|(\d))"
 OPERATION = re.compile(r"[\d)}]\s*[-+*/^]\s*[-+(\\{]*\s*\d|\\frac|\\sqrt|\d\s*\^")
 
 MAX_EXPONENT = 64  # 2^64 is an answer; 10^(10^9) is a way to hang the audit
+MAX_LITERAL_CHARS = 1000
 
 
 def normalise(text: str) -> str:
     """Operators as ASCII (`\\times` -> `*`), no spacing commands, no thousands
     separators, no surrounding `$`, no trailing full stop; inner spaces collapsed."""
-    text = text.strip()
+    text = THOUSANDS_MARKUP.sub("", operators_as_ascii(text.strip()))  # before `\\,` goes
     for pattern, replacement in _OPERATOR_SPELLINGS:
         text = pattern.sub(replacement, text)
     text = _NOISE.sub(" ", text)
     text = _THOUSANDS.sub("", text)
     text = text.strip().rstrip(".").strip()
-    wrapped = _WRAPPERS.match(text)
-    if wrapped:
-        text = wrapped.group(1)
-    return " ".join(text.split())
+    return " ".join(_unwrapped(text).split())
+
+
+def _unwrapped(text: str) -> str:
+    """`$x$`, `$$x$$`, `\\(x\\)`, `\\[x\\]` (a `$` run or `\\(`/`\\[` first, a `$` run or
+    `\\)`/`\\]` last) -> `x`; else the text. Two scans from the ends: a regex with a
+    lazy middle between two `\\s*` took 35 s on a `$` and 2000 spaces."""
+    opener = _OPENER.match(text)
+    if opener is None:
+        return text
+    if text.endswith(("\\)", "\\]")):
+        close = len(text) - 2
+    else:
+        close = len(text.rstrip("$"))
+        if close == len(text):
+            return text
+    if close < opener.end():  # `$$`: the two ends share the one run of dollars
+        return "" if close == 0 and len(text) >= 2 else text
+    return text[opener.end():close]
 
 
 def compact(text: str) -> str:
@@ -83,6 +100,8 @@ def plain_literal(text: str) -> Fraction | None:
     else None. A fraction whose denominator divides its numerator (`\\frac{900}{2}`) is
     an unevaluated division, not a literal."""
     text = text.strip()
+    if len(text) > MAX_LITERAL_CHARS:  # int() refuses past 4300 digits: no answer is one
+        return None
     if INTEGER.fullmatch(text) or DECIMAL.fullmatch(text):
         return Fraction(text)
     match = SLASH_FRACTION.fullmatch(text)
@@ -113,8 +132,8 @@ def value_of_reference(reference: Any) -> Fraction | None:
         return Fraction(str(reference))
     if not isinstance(reference, str):
         return None
-    boxed = re.findall(r"\\boxed\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}", reference)
-    text = strip_decorations(boxed[-1] if boxed else reference)
+    boxed = find_boxes(reference)
+    text = strip_decorations(boxed[-1].content if boxed else reference)
     value = plain_literal(text)
     if value is None:  # a reference may itself be a whole fraction, e.g. "4/2"
         match = SLASH_FRACTION.fullmatch(text) or LATEX_FRACTION.fullmatch(text)
@@ -127,13 +146,16 @@ def evaluate(text: str) -> Fraction | None:
     """Exact value of arithmetic over number literals (`6 * 75`, `449+1`,
     `\\frac{900}{2}`, `2^6`, `\\sqrt{16}`), else None (variables, functions, huge
     powers, irrational roots, anything else)."""
+    if len(text) > MAX_LITERAL_CHARS:  # no answer is that long; the parser would be
+        return None  # what a hostile text measures (thousands of `(` exhaust its memory)
     source = _to_python(compact(text))
     if source is None:
         return None
     try:
         tree = ast.parse(source, mode="eval")
         return _value(tree.body)
-    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, RecursionError):
+    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, RecursionError,
+            MemoryError):
         return None
 
 

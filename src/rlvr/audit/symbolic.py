@@ -1,6 +1,7 @@
 """The strict re-check's rule for symbolic references (pi multiples, surds, trig values,
 polynomials): the answer must not leave work undone. Regex and integers only, like the
-rest of the audit: a second opinion that shares no code with the math verifier.
+rest of the audit: a second opinion that shares no rule with the math verifier (only
+the facts of notation, through literals.py and rlvr.mathtext).
 
     unevaluated_symbolic(answer, reference) -> bool
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_BOX_COMMAND = re.compile(r"\\(?:boxed|fbox)\s*\{")
+from rlvr.mathtext import find_boxes
+
 # Markers whose answer runs to the end of the line. "final answer is" also matches
 # "The final answer is: $x$." and "final answer: x".
 _LINE_MARKERS = re.compile(
@@ -29,71 +30,6 @@ class Candidate:
     method: str  # "boxed" | "marker" | "last_number"
 
 
-def _match_brace(text: str, open_index: int) -> int | None:
-    """Index of the `}` closing the `{` at `open_index` (escaped braces skipped)."""
-    depth = 0
-    i = open_index
-    while i < len(text):
-        char = text[i]
-        if char == "\\":  # \{ and \} are literal braces of a set, not grouping
-            i += 2
-            continue
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
-
-
-def _brace_pairs(text: str) -> dict[int, int]:
-    """Index of each grouping `{` -> index of its `}`, in one pass."""
-    pairs, stack, i = {}, [], 0
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text[i] == "{":
-            stack.append(i)
-        elif text[i] == "}" and stack:
-            pairs[stack.pop()] = i
-        i += 1
-    return pairs
-
-
-_COLOR = re.compile(r"\\(?:textcolor|color)\s*\{[^{}]*\}")
-
-
-def unwrap_boxes(content: str, braces: bool = False) -> str:
-    r"""`\boxed{\boxed{x}}` -> `x`: a box whose whole content is another box or a
-    colour (`\color{red}{450}`, `\textcolor{red}{450}`, `\color{red} 450`), and with
-    `braces` (a box's content) a brace group (`\boxed{{24}}`; elsewhere `{1,3}` may be a
-    set written loosely, so it is kept). Linear in the length even for thousands of
-    nested boxes (one brace-matching pass)."""
-    pairs = _brace_pairs(content)
-    start, end = 0, len(content)  # the current content is content[start:end]
-    coloured = False  # the group right after a colour command is its argument
-    while True:
-        while start < end and content[start].isspace():
-            start += 1
-        while end > start and content[end - 1].isspace():
-            end -= 1
-        if (braces or coloured) and start < end and content[start] == "{" \
-                and pairs.get(start) == end - 1:
-            start, end, coloured = start + 1, end - 1, False
-            continue
-        color = _COLOR.match(content, start, end)
-        if color:  # `\color{red}` colours what follows; `\textcolor{red}{x}` its group
-            start, coloured = color.end(), True
-            continue
-        match = _BOX_COMMAND.match(content, start, end)
-        if not match or pairs.get(match.end() - 1) != end - 1:
-            return content[start:end]
-        start, end = match.end(), end - 1
-
-
 # A box copied from the format instruction ("put your final answer as \\boxed{ANSWER}")
 # holds a placeholder, not an answer.
 _PLACEHOLDER = re.compile(
@@ -107,21 +43,10 @@ def is_placeholder(content: str) -> bool:
 
 
 def boxed_candidates(text: str) -> list[Candidate]:
-    """Every outermost box, in order; a box nested inside another is part of it, and a
-    placeholder box (`\\boxed{ANSWER}`) is none."""
-    found: list[Candidate] = []
-    position = 0
-    while True:
-        match = _BOX_COMMAND.search(text, position)
-        if not match:
-            return found
-        close = _match_brace(text, match.end() - 1)
-        if close is None:  # unclosed box: the model ran out of tokens; not an answer
-            return found
-        content = unwrap_boxes(text[match.end():close], braces=True).strip()
-        if not is_placeholder(content):
-            found.append(Candidate(content, match.start(), close + 1, "boxed"))
-        position = close + 1
+    """Every outermost box, in order (mathtext.find_boxes); a placeholder box
+    (`\\boxed{ANSWER}`) is none."""
+    return [Candidate(box.content, box.start, box.end, "boxed")
+            for box in find_boxes(text) if not is_placeholder(box.content)]
 
 
 MAX_MARKERS = 20  # only the last markers can be in the final position

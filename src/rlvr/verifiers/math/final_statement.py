@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import re
 
+from rlvr.mathtext import CHECK_OPENERS, CLOSING_VERBS, PLAIN_VALUE
 from rlvr.verifiers.math.extraction import Candidate
 from rlvr.verifiers.math.spans import Span, math_spans
 
@@ -36,13 +37,10 @@ _CLOSING = re.compile(r"^[\s,;:)*]*(?:[A-Za-z']+[\s,;:)*]*){0,8}[\s.!*]*$")  # a
 # A sentence ends at ". ", "! ", "? " before a capital, or at a blank line.
 _SENTENCE_END = re.compile(r"[.!?]\s+(?=[A-Z])|\n\s*\n")
 _LINE_END = re.compile(r"[.!?]\s+(?=[A-Z])|\n")
-_CLOSING_VALUE = re.compile(r"(?:\b(?:is|are|equals|be)\s+|(?P<equals>=)\s*)(?P<value>[-+]?\d[\d,]*"
-                            r"(?:\.\d+)?(?:\s*/\s*\d+)?)(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
+_CLOSING_VALUE = re.compile(rf"(?:\b(?:{CLOSING_VERBS})\s+|(?P<equals>=)\s*)(?P<value>{PLAIN_VALUE})"
+                            r"(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
 # A closing sentence that checks the answer rather than states it.
-_CHECK_SENTENCE = re.compile(
-    r"\W*(?:verify|verification|verifying|check|checking|double[- ]check(?:ing)?|"
-    r"sanity\s+check|proof|to\s+(?:verify|check|confirm)|let(?:'s|\s+us|\s+me)\s+"
-    r"(?:verify|check|confirm|double[- ]check))\b", re.IGNORECASE)
+_CHECK_SENTENCE = re.compile(rf"\W*(?:{CHECK_OPENERS})\b", re.IGNORECASE)
 _BECAUSE = re.compile(r",?\s+(?:since|because)\b", re.IGNORECASE)
 _PLAIN_NUMBER = re.compile(r"(?<![\w.])\\?\$?[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?![\w])")
 _DENIAL = re.compile(r"\b(?:not|never|no)\b|n't\b|\?|\\neq?", re.IGNORECASE)

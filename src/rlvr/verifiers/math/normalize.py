@@ -16,14 +16,15 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rlvr.verifiers.math.extraction import unwrap_boxes
+from rlvr.mathtext import THOUSANDS_MARKUP, UNICODE_OPERATORS, unwrap_boxes
 from rlvr.verifiers.math.units import split_unit
 
-_UNICODE = {
-    "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u03c0": "\\pi ", "\u221a": "\\sqrt ",
-    "\u00d7": "\\times ", "\u22c5": "\\cdot ", "\u00b7": "\\cdot ", "\u00f7": "\\div ",
-    "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\neq ", "\u221e": "\\infty ",
-    "\u00b1": "\\pm ", "\u222a": "\\cup ", "\u2208": "\\in ", "\u00b0": "^\\circ ",
+# The operator signs (shared with the audit), a command followed by a space so that
+# `2×x` does not become `2\\timesx`; then the other symbols.
+_UNICODE = {sign: latex + " " if latex.startswith("\\") else latex
+            for sign, latex in UNICODE_OPERATORS.items()} | {
+    "\u03c0": "\\pi ", "\u221a": "\\sqrt ",
+    "\u221e": "\\infty ", "\u222a": "\\cup ", "\u2208": "\\in ", "\u00b0": "^\\circ ",
     "\u2009": "", "\u202f": "", "\u00a0": " ",
     # currencies, like `$` (`1,000.99€`); superscript digits (`m²`, `x³`)
     "\u20ac": "", "\u00a3": "", "\u00a5": "", "\u00b2": "^2", "\u00b3": "^3",
@@ -40,7 +41,6 @@ _PERCENT_WORD = re.compile(r"\s*(?:\\text\s*\{\s*percent(?:age)?\s*\}|\bpercent(
 _TEXT_LIKE = re.compile(r"\\(?:mbox|mathrm|textbf|textit|textrm|mathbf|mathit|mathsf|operatorname|textnormal|texttt)\s*(?=\{)")
 _DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\^\s*\{\s*\}")
 _PERCENT = re.compile(r"\\?%")
-_THOUSANDS_MARKUP = re.compile(r"(?<=\d)(?:\{,\}|\\,|,\\!|\\!,)\s*(?=\d{3}(?!\d))")
 # 1,234,567 (not 10,100,1000, which is a list): groups of exactly three digits.
 # `0,111` is a decimal comma (no number is written with a leading 0 group), not 111.
 # Inside parentheses or square brackets the comma separates the entries of a tuple or
@@ -148,7 +148,7 @@ def normalize(answer: str) -> Normalized:
     # a gold stored boxed (`\boxed{5}`, `$\boxed{5}$`) is the same gold
     text = _apply_unicode(_repair_control_escapes(answer))
     text = unwrap_boxes(_strip_math_delimiters(text)).strip()
-    text = _THOUSANDS_MARKUP.sub("", text)  # before `\!` and `\,` go as spacing
+    text = THOUSANDS_MARKUP.sub("", text)  # before `\!` and `\,` go as spacing
     text = _NOISE.sub(" ", _COLOR.sub("", text))
     text = re.sub(r"\\[dtc]frac", r"\\frac", text)
     text = _TEXT_LIKE.sub(r"\\text", text)

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import re
 
+from rlvr.mathtext import ANSWER_VERBS, BOX_COMMAND
 from rlvr.verifiers.math.extraction import Candidate
 from rlvr.verifiers.math.spans import is_money
 
 _STATEMENT = re.compile(
     r"\b(?:final\s+|correct\s+|right\s+|true\s+)?(?:answer|result|solution)\s*"
-    r"(?:is|=|would\s+be|should\s+be|must\s+be|equals)\s*:?\s*"
+    rf"(?:{ANSWER_VERBS})\s*:?\s*"
     # a correction: "Actually, 500." / "Correction: it is 500"
     r"|\b(?:actually|correction|rather|instead)\b\s*[:,]?\s*(?:(?:it|that)(?:'s|\s+is)\s+)?"
     r"(?:the\s+answer\s+is\s+)?"
@@ -33,7 +34,6 @@ _STATEMENT = re.compile(
     r"|答案\s*(?:是|为|為|:|：)\s*",
     re.IGNORECASE)
 _STEP = re.compile(r"result|solution", re.IGNORECASE)
-_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _NOT = re.compile(r"(?:not\b|n't\b|never\b|\\neq?)", re.IGNORECASE)
 _NUMBER = r"[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?"
 _AMOUNT = re.compile(rf"\\?\$\s?(?P<money>{_NUMBER})")
@@ -63,7 +63,7 @@ def _value(text: str, start: int) -> tuple[str, int] | None:
         return None
     name = next(k for k, v in match.groupdict().items() if v is not None)
     value = match.group(name).strip()
-    if _BOX.search(value):  # "the answer is $\boxed{5}$": the box is the commitment
+    if BOX_COMMAND.search(value):  # "the answer is $\boxed{5}$": the box is the commitment
         return None
     if name in ("bold", "stars"):
         value = _WRAPPING.match(value).group("inner")
