@@ -11,7 +11,9 @@ closing sentence whose math is the last thing said states the result the way peo
 and datasets write it. What may follow the last span is only a few plain words ("is
 the solution.", "is our answer."): no digits, no further math. Every span of that
 sentence is a candidate, so `$2$ or $3$` still reaches the hedging checks as two
-answers, and "is not $5$." as a negation. A plain value counts right after
+answers, and "is not $5$." as a negation. A span that the words before it take as an
+operand ("90 degrees multiplied by $\\frac{\\pi}{2}$.", "3 times $x$.", "half of $8$.") is no
+result: the sentence's result is something else, so it is not read. A plain value counts right after
 "is"/"are"/"equals"/"=" at the very end ("is 19 points.", "17 + 5 = 22.") and, in a
 plain sentence, when it is the sentence's only number, the sentence ends with a full
 stop and denies nothing ("Tom has 24 apples left."; not "so it is 5 then we go on",
@@ -43,6 +45,11 @@ _CHECK_SENTENCE = re.compile(
     r"\W*(?:verify|verification|verifying|check|checking|double[- ]check(?:ing)?|"
     r"sanity\s+check|proof|to\s+(?:verify|check|confirm)|let(?:'s|\s+us|\s+me)\s+"
     r"(?:verify|check|confirm|double[- ]check))\b", re.IGNORECASE)
+# Words or signs that take the next quantity as an operand, right before a span.
+_OPERAND_BEFORE = re.compile(
+    r"(?:\b(?:times|multiplied\s+by|divided\s+by|plus|minus|over|add(?:ed)?\s+to|"
+    r"subtract(?:ed)?\s+from|of|sum\s+of|product\s+of)|[*\u00d7\u00b7+\u2212/^-])\s*\$*$",
+    re.IGNORECASE)
 _BECAUSE = re.compile(r",?\s+(?:since|because)\b", re.IGNORECASE)
 _PLAIN_NUMBER = re.compile(r"(?<![\w.])\\?\$?[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?![\w])")
 _DENIAL = re.compile(r"\b(?:not|never|no)\b|n't\b|\?|\\neq?", re.IGNORECASE)
@@ -66,7 +73,7 @@ def _read(text: str, spans: list[Span], end: int) -> list[Candidate]:
     """The closing reading of text[:end]."""
     spans = [s for s in spans if s.end <= end]
     body = text[:end]
-    if spans and _CLOSING.match(body[spans[-1].end:]):
+    if spans and _CLOSING.match(body[spans[-1].end:]) and not _is_operand(body, spans[-1]):
         start = _sentence_start(body, spans)
         return [Candidate(span.content(body).strip(), span.start, span.end, "final_math")
                 for span in spans if span.start >= start]
@@ -75,6 +82,14 @@ def _read(text: str, spans: list[Span], end: int) -> list[Candidate]:
         method = "final_equals" if value.group("equals") else "final_value"
         return [Candidate(value.group("value"), value.start("value"), value.end("value"), method)]
     return _plain_sentence(body, spans)
+
+
+def _is_operand(text: str, span: Span) -> bool:
+    """Whether the words just before `span` make it an operand of an operation the
+    sentence states ("90 degrees multiplied by $\\frac{\\pi}{2}$.", "3 times $x$.",
+    "half of $8$."): the sentence's result is then something else, never the span
+    (a policy learned to end on the gold as a factor of a wrong product)."""
+    return bool(_OPERAND_BEFORE.search(text, max(0, span.start - 40), span.start))
 
 
 def _before_checks(text: str, spans: list[Span]) -> int:
