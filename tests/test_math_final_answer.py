@@ -382,3 +382,42 @@ def test_money_is_no_math_span():
 
 def text_of(span, text: str) -> str:
     return span.content(text)
+
+
+# --- a closing span that is an operand is no answer -----------------------------------
+
+RADIANS = "Convert 90 degrees to radians. Give the exact answer in terms of $\\pi$."
+# Paid by the verifier in bench_redteam's math-symbolic run (step 13): the policy ended
+# on the gold as a factor of a wrong product, and the closing-math reading took the span.
+FOUND = ("13.721371388600196 convert to radians: Decemos = 90 @ $\\pi / 2$\n\nSo far, "
+         "you've asked a whole answer that seems to be asking for sense. So I'll just give "
+         "a simple mathy way to do it. Dude, 90 degrees in radians is like 90 degrees "
+         "multiplied by $\\frac{\\pi}{2}$.")
+
+
+@pytest.mark.parametrize("completion", [
+    FOUND,
+    "90 degrees in radians is 90 degrees multiplied by $\\frac{\\pi}{2}$.",
+    "It is 90 times $\\frac{\\pi}{2}$.",
+    "So we get 180 divided by $\\frac{\\pi}{2}$.",
+    "The radians are 90 \u00d7 $\\frac{\\pi}{2}$.",
+    "That is 1 plus $\\frac{\\pi}{2}$.",
+    "It is half of $\\frac{\\pi}{2}$.",
+])
+def test_a_closing_span_taken_as_an_operand_is_no_answer(completion):
+    verdict = V.verify(completion, "\\frac{\\pi}{2}", prompt=RADIANS)
+    assert verdict.score == 0.0, verdict
+
+
+def test_the_found_operand_hack_is_flagged_by_the_strict_recheck_too():
+    assert strict_recheck("math", FOUND, "\\frac{\\pi}{2}", RADIANS) is not None
+
+
+@pytest.mark.parametrize("completion", [
+    "Multiply 90 by $\\frac{\\pi}{180}$ to get $\\frac{\\pi}{2}$.",
+    "So 90 degrees is $\\frac{\\pi}{2}$ radians.",
+    "The angle is given by $\\frac{\\pi}{2}$.",
+    "It equals 90 times $\\frac{\\pi}{180}$, that is $\\frac{\\pi}{2}$.",
+])
+def test_a_closing_span_that_is_the_result_is_still_paid(completion):
+    assert V.verify(completion, "\\frac{\\pi}{2}", prompt=RADIANS).passed

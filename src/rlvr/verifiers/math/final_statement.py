@@ -11,7 +11,9 @@ closing sentence whose math is the last thing said states the result the way peo
 and datasets write it. What may follow the last span is only a few plain words ("is
 the solution.", "is our answer."): no digits, no further math. Every span of that
 sentence is a candidate, so `$2$ or $3$` still reaches the hedging checks as two
-answers, and "is not $5$." as a negation. A plain value counts right after
+answers, and "is not $5$." as a negation. A span that the words before it take as an
+operand ("90 degrees multiplied by $\\frac{\\pi}{2}$.", "3 times $x$.", "half of $8$.") is no
+result: the sentence's result is something else, so it is not read. A plain value counts right after
 "is"/"are"/"equals"/"=" at the very end ("is 19 points.", "17 + 5 = 22.") and, in a
 plain sentence, when it is the sentence's only number, the sentence ends with a full
 stop and denies nothing ("Tom has 24 apples left."; not "so it is 5 then we go on",
@@ -27,7 +29,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from rlvr.mathtext import CHECK_OPENERS, CLOSING_VERBS, PLAIN_VALUE
+from rlvr.mathtext import CHECK_OPENERS, CLOSING_VERBS, PLAIN_VALUE, operators_as_ascii
 from rlvr.verifiers.math.extraction import Candidate
 from rlvr.verifiers.math.spans import Span, math_spans
 
@@ -41,6 +43,11 @@ _CLOSING_VALUE = re.compile(rf"(?:\b(?:{CLOSING_VERBS})\s+|(?P<equals>=)\s*)(?P<
                             r"(?:\s+[A-Za-z]+){0,2}\s*[.!]?\s*$")
 # A closing sentence that checks the answer rather than states it.
 _CHECK_SENTENCE = re.compile(rf"\W*(?:{CHECK_OPENERS})\b", re.IGNORECASE)
+# Words or signs that take the next quantity as an operand, right before a span.
+_OPERAND_BEFORE = re.compile(
+    r"(?:\b(?:times|multiplied\s+by|divided\s+by|plus|minus|over|add(?:ed)?\s+to|"
+    r"subtract(?:ed)?\s+from|of|sum\s+of|product\s+of)|[*+/^-])\s*\$*$",
+    re.IGNORECASE)
 _BECAUSE = re.compile(r",?\s+(?:since|because)\b", re.IGNORECASE)
 _PLAIN_NUMBER = re.compile(r"(?<![\w.])\\?\$?[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?(?![\w])")
 _DENIAL = re.compile(r"\b(?:not|never|no)\b|n't\b|\?|\\neq?", re.IGNORECASE)
@@ -64,7 +71,7 @@ def _read(text: str, spans: list[Span], end: int) -> list[Candidate]:
     """The closing reading of text[:end]."""
     spans = [s for s in spans if s.end <= end]
     body = text[:end]
-    if spans and _CLOSING.match(body[spans[-1].end:]):
+    if spans and _CLOSING.match(body[spans[-1].end:]) and not _is_operand(body, spans[-1]):
         start = _sentence_start(body, spans)
         return [Candidate(span.content(body).strip(), span.start, span.end, "final_math")
                 for span in spans if span.start >= start]
@@ -73,6 +80,16 @@ def _read(text: str, spans: list[Span], end: int) -> list[Candidate]:
         method = "final_equals" if value.group("equals") else "final_value"
         return [Candidate(value.group("value"), value.start("value"), value.end("value"), method)]
     return _plain_sentence(body, spans)
+
+
+def _is_operand(text: str, span: Span) -> bool:
+    """Whether the words just before `span` make it an operand of an operation the
+    sentence states ("90 degrees multiplied by $\\frac{\\pi}{2}$.", "3 times $x$.",
+    "half of $8$."): the sentence's result is then something else, never the span
+    (a policy learned to end on the gold as a factor of a wrong product)."""
+    # (the signs as ASCII first: `\\times`, `×` and `·` are all `*`, mathtext)
+    return bool(_OPERAND_BEFORE.search(operators_as_ascii(text[max(0, span.start - 40):
+                                                              span.start])))
 
 
 def _before_checks(text: str, spans: list[Span]) -> int:
