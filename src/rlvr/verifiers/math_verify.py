@@ -8,8 +8,8 @@ so is the question copied without its question mark. That is the hack a real Smo
 run learned against rlvr's own math verifier before its fix (issue 14); rlvr's `math`
 now refuses it ("echoes_prompt", "unsimplified").
 
-rlvr ships this wrapper to compare against (benchmarks/bench_math.py) and to show what a
-policy learns from a reward it can fake (benchmarks/bench_hacking.py). Train on `math`.
+rlvr ships this wrapper to compare against (benchmarks/verifiers/bench_math.py) and to show what a
+policy learns from a reward it can fake (benchmarks/headline/bench_hacking.py). Train on `math`.
 Needs the `math-verify` extra (`pip install 'rlvr[math-verify]'`).
 
 Verdicts: "correct"; "wrong_answer" (an answer was read and differs); "no_answer"

@@ -1,0 +1,1 @@
+"""Verifier throughput and accuracy: math, code, IFEval, reward kinds, the grading service, Ray verifiers."""
