@@ -1,4 +1,4 @@
-"""A reward the model can't fake: the same start trained three ways (issue 22, item 3).
+"""A reward the model can't fake: the same start trained three ways.
 
 SmolLM2-135M-Instruct on arithmetic ("What is 6 * 75?", configs/learning_arithmetic.yaml),
 the same seed, steps and learning rate, three rewards:

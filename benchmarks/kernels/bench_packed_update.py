@@ -2,7 +2,7 @@
 packed row with the 4D tree mask vs two-pass (prompt + repeated KV cache) vs the plain
 full batch.
 
-Workload (issue 6): SmolLM2-135M-Instruct, fp32 CPU, 1 prompt of 95 tokens x 8
+Workload (bench_vs_trl's): SmolLM2-135M-Instruct, fp32 CPU, 1 prompt of 95 tokens x 8
 completions of 32 tokens. Each timed step: completion logits (one path of
 rlvr.accel.update.shared_prefix, or the plain forward), rlvr.algorithms.token_logprobs,
 backward of the masked sum. Paths run interleaved, median of --repeats after one warm

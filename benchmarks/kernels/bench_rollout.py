@@ -10,7 +10,7 @@ medians of several alternating rounds, in one process.
 
     python -m benchmarks.kernels.bench_rollout [--rounds 5] [--prompts 32] [--n 8] [--new 24]
     python -m benchmarks.kernels.bench_rollout --model smollm2-135m-instruct --prompts 1 --n 8 \
-        --new 32 --threads 2      # the issue-6 workload
+        --new 32 --threads 2      # bench_vs_trl's workload
 """
 
 from __future__ import annotations

@@ -88,10 +88,10 @@ GPUS = {
     "A800": GPUSpec("A800 SXM", 312e12, 2.0e12, 80 * GIB, 150e9, 20e9, 20e9),
 }
 
-# benchmarks/RESULTS.md, issue 18: 538 MB written to /dev/shm in ~0.24 s, reloaded by
+# benchmarks/RESULTS.md, the vLLM engine: 538 MB written to /dev/shm in ~0.24 s, reloaded by
 # vLLM in ~0.35 s (the probe check, ~0.27 s, is left out: it does not grow with size).
 FILE_SYNC_S_PER_BYTE = (0.24 + 0.35) / 538e6
-# benchmarks/RESULTS.md, issue 2: math verifier, 67 verdicts/s on 2 cores.
+# benchmarks/RESULTS.md, headline table, math verifier: 67 verdicts/s on 2 cores.
 MATH_VERIFY_S_PER_ITEM = 2 / 67
 
 

@@ -6,7 +6,7 @@
 Writes docs/images/view_curves.png and view_attempts.png from RUN_DIR, and
 view_hacked.png (curves) and view_flagged.png (the attempts the audit flags) from a
 synthetic run in the trainer's format whose policy boxes the question's own expression
-(tests/audit_fixtures.py, modelled on issue 14's real run). With --hacking ROOT:
+(tests/audit_fixtures.py, modelled on a real red-team run). With --hacking ROOT:
 docs/images/view_hacking.png, bench_hacking.py's three runs overlaid in one page.
 """
 

@@ -5,7 +5,7 @@ numpy solution and a standard-library one, graded by the sandboxed "code" verifi
 
 Latency: one verifier, one check at a time, median over every task and round, for
   - stdlib solutions with the default package list (numpy visible, not imported),
-  - stdlib solutions with `packages=[]` (the sandbox as before issue 21),
+  - stdlib solutions with `packages=[]` (the sandbox as before numpy was allowed),
   - numpy solutions, numpy preloaded in the warm sandbox (the default "auto" does
     it after the first numpy program),
   - numpy solutions with `preload_packages="never"` (each check imports numpy).

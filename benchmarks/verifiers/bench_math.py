@@ -16,7 +16,7 @@ Fairness:
   per-gold cache works as it would in training.
 
 Run: PYTHONPATH=src python -m benchmarks.verifiers.bench_math [--runs 3] [--data FILE.jsonl]
-     (--data tests/data/math_recall.jsonl: the recall suite of issue 14, item 6)
+     (--data tests/data/math_recall.jsonl: the recall suite of the red-team fixes)
 """
 
 from __future__ import annotations
