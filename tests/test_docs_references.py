@@ -38,7 +38,7 @@ def offenders() -> dict[str, list[str]]:
 
 def test_the_pattern_finds_what_it_must_and_nothing_else():
     for text in ("see issue 14", "(issue 21)", "Issue 21: verifiers", "issues 14-17",
-                 "the issue-6 workload", "`../shared/DESIGN.md`", "../shared/data"):
+                 "the issue-6 workload", "`../shared/notes.md`", "../shared/data"):
         assert OUTSIDE.search(text), text
     for text in ("4x3 tiles issue loads", "an issue the tracker", "shared/data beside",
                  "discussion #112", "tissue 3"):
