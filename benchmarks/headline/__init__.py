@@ -1,1 +1,2 @@
-"""Headline comparisons: rlvr against TRL (throughput, time-to-accuracy), the default run, reward hacking."""
+"""Headline comparisons: rlvr against TRL (throughput, time-to-accuracy), the default
+run, reward hacking."""

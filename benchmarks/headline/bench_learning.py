@@ -9,7 +9,7 @@ are evaluated by rlvr's `held_out_eval` (same held-out problems, decoding and
 verifier) at step 0, whenever the training clock (evaluation pauses excluded) passes
 a multiple of `eval.every_s`, and at the end.
 
-    python -m benchmarks.headline.bench_learning                      # both sides, the default config
+    python -m benchmarks.headline.bench_learning               # both sides, the default config
     python -m benchmarks.headline.bench_learning --rlvr-only --budget-s 120 --every-s 60
     python -m benchmarks.headline.bench_learning optim.lr=2e-5        # overrides go to both sides
 

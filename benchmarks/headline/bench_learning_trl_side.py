@@ -1,8 +1,8 @@
 """TRL's GRPOTrainer side of bench_learning.py, in its own process (so its peak memory is
 its own), on the task and settings of an rlvr training config.
 
-    python -m benchmarks.headline.bench_learning_trl_side --config configs/learning_arithmetic.yaml \
-        --out DIR [key=value ...]
+    python -m benchmarks.headline.bench_learning_trl_side \
+        --config configs/learning_arithmetic.yaml --out DIR [key=value ...]
 
 From the rlvr config: the same model directory, the same training problems and held-out
 problems (rlvr's data loading), the same prompt text (rlvr's own renderer, handed to

@@ -3,8 +3,9 @@ characters, capped at the reference, over the cap - the same as the TRL side's
 char_length_reward. Characters rather than tokens: with a 32-token limit nearly every
 completion uses all 32 tokens, so a token count gives every sample of a group the same
 reward, zero advantages and no learning signal; character counts differ between samples.
-Imported by name ("bench_rewards:CharLengthReward") in the trainer and its verifier
-workers, with benchmarks/ on PYTHONPATH."""
+Named as a plugin (`reward.plugins=[benchmarks.headline.bench_rewards:CharLengthReward]`)
+and imported by that name in the trainer and its verifier workers, with the repository
+root on PYTHONPATH."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from benchmarks import REPO
 
+REWARD = "benchmarks.headline.bench_rewards:CharLengthReward"  # a plugin of the run
 FALLBACK_PROMPTS = ["What is 17 * 23? Explain briefly.", "Name three prime numbers above 50.",
                     "Write one sentence about the sea.", "What is the capital of Peru?"]
 
@@ -64,8 +65,9 @@ def main() -> None:
         prompts_file.write_text(json.dumps(chat_prompts(args.prompts)))
         common = ["--group", str(args.group), "--max-new-tokens", str(args.max_new_tokens),
                   "--steps", str(args.steps)]
-        rlvr = run_side([sys.executable, "-m", "benchmarks.headline.bench_vs_trl", "--side", "rlvr", "--model-dir",
-                         str(model_dir), "--prompts-file", str(prompts_file), *common],
+        rlvr = run_side([sys.executable, "-m", "benchmarks.headline.bench_vs_trl", "--side",
+                         "rlvr", "--model-dir", str(model_dir),
+                         "--prompts-file", str(prompts_file), *common],
                         scratch, args.threads)
         if args.rlvr_only:
             print(json.dumps(rlvr))
@@ -124,8 +126,7 @@ def rlvr_side(args: argparse.Namespace) -> None:
                             + "\n" for p in prompts))
     cfg = load_config(TrainConfig, overrides=[
         f"model.path={args.model_dir}", "model.threads=0", f"data.path={data}",
-        "data.default_verifier=benchmarks.headline.bench_rewards:CharLengthReward",
-        "data.eval_size=0",
+        f"reward.plugins=[{REWARD}]", f"data.default_verifier={REWARD}", "data.eval_size=0",
         "prompt.style=chat", "sampling.prompts_per_step=1",
         f"sampling.group_size={args.group}", f"sampling.max_new_tokens={args.max_new_tokens}",
         "sampling.temperature=1.0", "algorithm.kl_beta=0", "algorithm.epochs=1",

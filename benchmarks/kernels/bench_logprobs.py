@@ -73,9 +73,9 @@ def main() -> None:
     logits, ids = inputs(args)
     results = {}
     for impl in IMPLEMENTATIONS:
-        child = subprocess.run([sys.executable, "-m", "benchmarks.kernels.bench_logprobs", "--impl", impl, "--batch",
-                                str(args.batch), "--time", str(args.time), "--vocab",
-                                str(args.vocab)], capture_output=True, text=True, check=True)
+        child = subprocess.run([sys.executable, "-m", "benchmarks.kernels.bench_logprobs",
+                                "--impl", impl, "--batch", str(args.batch),
+                                "--time", str(args.time), "--vocab", str(args.vocab)], capture_output=True, text=True, check=True)
         results[impl] = json.loads(child.stdout)
     for _ in range(args.repeats):  # interleaved, so noise hits both alike
         for impl in IMPLEMENTATIONS:

