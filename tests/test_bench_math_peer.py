@@ -1,17 +1,13 @@
-"""benchmarks/bench_math_peer_cases.py reads (gold, pred, expected) triples from test
+"""benchmarks/verifiers/bench_math_peer_cases.py reads (gold, pred, expected) triples from test
 files without running them, and grades them with rlvr's defaults."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
-import bench_math_peer_cases  # noqa: E402
+from benchmarks.verifiers import bench_math_peer_cases
 
 PEER_TESTS = '''
 import pytest

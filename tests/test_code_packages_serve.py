@@ -10,7 +10,6 @@ from __future__ import annotations
 import http.server
 import importlib.util
 import random
-import sys
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -26,8 +25,7 @@ from test_code_isolation import ALL_STORES, GUESS_ME, _learner
 from test_code_packages import (SYSCALLS, _Answers, _memmap_attack, _network_attack,
                                 _read_attack, _syscall_attack)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from serve_cases import HOSTILE, code_case, math_case
+from benchmarks.tools.serve_cases import HOSTILE, code_case, math_case
 
 NUMPY_TASK = {"test": "def check(candidate):\n    assert candidate([3, 1, 2]) == [1, 2, 3]\n"
                       "    assert candidate([]) == []\n", "entry_point": "ordered", "timeout": 4}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*(ROOT / "src").rglob("*.py"), *(ROOT / "tests").glob("*.py"),
-                  *(ROOT / "benchmarks").glob("*.py")])
+                  *(ROOT / "benchmarks").rglob("*.py")])
 
 
 def test_no_source_cites_the_design_notes_outside_the_repository():

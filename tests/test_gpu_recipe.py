@@ -1,4 +1,4 @@
-"""benchmarks/gpu_recipe.py without a GPU: its overrides make a valid config for the GSM8K
+"""benchmarks/tools/gpu_recipe.py without a GPU: its overrides make a valid config for the GSM8K
 recipe (a typo must fail here, not after a GPU was booked), it picks rlvr's engine when
 no vllm engine is registered, and it refuses to run (exit 3) without CUDA."""
 
@@ -16,10 +16,10 @@ import torch
 from rlvr.config import load_config
 from rlvr.training.config import TrainConfig
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from benchmarks.tools.gpu_recipe import NO_GPU_EXIT, recipe_overrides
 
-from gpu_recipe import NO_GPU_EXIT, recipe_overrides  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
 
 
 def _args(**changes):
@@ -39,7 +39,7 @@ def test_recipe_overrides_load_on_the_gsm8k_config():
 
 
 def test_engine_is_vllm_only_when_registered_and_importable(monkeypatch):
-    import gpu_recipe
+    from benchmarks.tools import gpu_recipe
     from rlvr.rollout import factory
 
     monkeypatch.setattr(factory, "engine_names", lambda: ["hf"])
@@ -54,14 +54,14 @@ def test_engine_is_vllm_only_when_registered_and_importable(monkeypatch):
 def test_no_cuda_means_no_numbers():
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA, so the recipe would run for real")
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_recipe.py")],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "benchmarks.tools.gpu_recipe"],
+                          capture_output=True, text=True, cwd=REPO, env=SCRIPT_ENV)
     assert done.returncode == NO_GPU_EXIT
     assert "no CUDA device" in done.stderr and "gpu:" not in done.stdout
 
 
 def test_vllm_recipe_overrides_load_on_the_gsm8k_config():
-    """What gpu_recipe.py runs when vllm imports (benchmarks/gpu_vllm.sh): a valid config
+    """What gpu_recipe.py runs when vllm imports (benchmarks/tools/gpu_vllm.sh): a valid config
     whose vLLM engine syncs device to device and sleeps between generations on a GPU."""
     cfg = load_config(TrainConfig, REPO / "configs" / "gsm8k.yaml",
                       recipe_overrides(_args(), "vllm"))
@@ -77,7 +77,7 @@ def test_vllm_recipe_overrides_load_on_the_gsm8k_config():
 def test_gpu_vllm_script_without_cuda_measures_nothing():
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA, so the script would run for real")
-    done = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_vllm.sh")],
+    done = subprocess.run(["bash", str(REPO / "benchmarks" / "tools" / "gpu_vllm.sh")],
                           capture_output=True, text=True,
                           env={**os.environ, "PYTHON": sys.executable})
     assert done.returncode == NO_GPU_EXIT

@@ -1,5 +1,5 @@
 """The math_verify verifier: math-verify's defaults behind rlvr's verifier contract, and
-the hole that makes it the lenient peer in benchmarks/bench_hacking.py."""
+the hole that makes it the lenient peer in benchmarks/headline/bench_hacking.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""benchmarks/profile_learning.py and its phase meter: a phase's peak is the true
+"""benchmarks/tools/profile_learning.py and its phase meter: a phase's peak is the true
 high-water mark of the process while it ran (a transient freed before the phase ends
 still counts), phases nest, and the hooks label every phase of a tiny training run."""
 
@@ -11,12 +11,8 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
-import phase_meter  # noqa: E402
-import profile_learning  # noqa: E402
-from train_helpers import plugin_reward, tiny_config  # noqa: E402
+from benchmarks.tools import phase_meter, profile_learning
+from train_helpers import plugin_reward, tiny_config
 
 MB = 2**20
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -1,19 +1,16 @@
-"""benchmarks/scaling_sim.py (docs/SCALING.md) against hand-computed values: parameter
+"""benchmarks/tools/scaling_sim.py (docs/SCALING.md) against hand-computed values: parameter
 counts from the shapes, FSDP2 state bytes per rank, step composition (colocated = sum
 of parts, separate = slower pool + sync), the measured file-sync anchor, utilisation
 bounds, and the CLI printing every table."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import scaling_sim as sim  # noqa: E402
+from benchmarks.tools import scaling_sim as sim
 
 GIB = 2 ** 30
 A = sim.Assumptions()

@@ -1,4 +1,4 @@
-"""Memory the trainer gives back (benchmarks/profile_learning.py found it held):
+"""Memory the trainer gives back (benchmarks/tools/profile_learning.py found it held):
 gradients do not outlive the optimizer step that used them, and nothing the trainer
 computes changes for it. The reference run puts the old behaviour back by hand
 (gradients kept until the next step's zero_grad, the decode cache gathered into new

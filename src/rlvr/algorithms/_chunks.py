@@ -17,7 +17,7 @@ from torch import Tensor
 
 # Rows per chunk are chosen so one float32 chunk holds about this many elements. On CPU a
 # small chunk (4 MiB) stays in the allocator's and the caches' reach: in
-# benchmarks/bench_logprobs.py 64 MiB chunks were 2x slower than the naive computation
+# benchmarks/kernels/bench_logprobs.py 64 MiB chunks were 2x slower than the naive computation
 # and 4 MiB chunks faster than it. On an accelerator, per-chunk kernel launches cost
 # more than memory, so chunks are larger there (64 MiB).
 _CHUNK_ELEMENTS_CPU = 1 << 20

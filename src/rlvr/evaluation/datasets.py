@@ -43,7 +43,8 @@ class Benchmark:
 
 def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
     """The shared data directory: `override`, else `rlvr.data.sources.shared_data_dir()`
-    (RLVR_SHARED_DATA, else ../shared/data beside the working directory or the checkout)."""
+    (RLVR_SHARED_DATA, else shared/data in the working directory's or the checkout's
+    parent)."""
     if override:
         if not Path(override).is_dir():
             raise DatasetError(f"data directory {override} does not exist")

@@ -4,7 +4,7 @@ Greedy decoding over every held-out record gives the headline accuracy (pass@1 g
 `plan.n` sampled answers for the first `plan.sample_size` records give pass@k and maj@k
 (sampling n answers for all of them would cost n times the greedy pass, so a subset
 bounds it). The rlvr trainer calls this at its evaluation marks and writes the row to
-evals.jsonl; a peer trainer (benchmarks/bench_learning_trl_side.py) calls the same
+evals.jsonl; a peer trainer (benchmarks/headline/bench_learning_trl_side.py) calls the same
 function on its own model, so both sides are graded by the same code and decoding.
 """
 

@@ -4,7 +4,7 @@ fresh pages from the kernel (glibc malloc on Linux).
 Why: glibc serves allocations above a threshold (128 KiB, adapting up to 32 MiB) with
 mmap and returns them to the kernel on free. A CPU policy update allocates and frees
 ~0.5-1 GB of activations, logits and gradients every step; each time those pages come
-back from the kernel as zeroed 4 KiB pages. On the issue-6 workload (SmolLM2-135M, 2
+back from the kernel as zeroed 4 KiB pages. On the speed-against-TRL workload (SmolLM2-135M, 2
 cores) that was 100k-300k page faults and ~0.4 s of a ~2.8 s update; with mmap off and
 trimming deferred, the faults drop to ~0 after the first steps (measured with
 getrusage; benchmarks/RESULTS.md). The cost: the process keeps its high-water mark

@@ -51,7 +51,7 @@ def release_gradients(optimizer: torch.optim.Optimizer) -> None:
     """Free the gradients once the optimizer has used them (its step is taken). Left in
     `.grad` until the next step's zero_grad, they (as large as the trainable weights:
     0.54 GB for SmolLM2-135M) sat through the next sampling, held-out evaluation and
-    checkpoint, under the peaks those reach (benchmarks/profile_learning.py)."""
+    checkpoint, under the peaks those reach (benchmarks/tools/profile_learning.py)."""
     optimizer.zero_grad(set_to_none=True)
 
 

@@ -6,7 +6,7 @@ The final answer is the text after the last "####" or "Answer:" marker when ther
 one, else the whole completion: a completion that says more than the answer is wrong,
 so padding and hedging ("19 or 20") cannot pay.
 
-Holes closed (issue 14, item 7; tests/test_exact.py):
+Holes closed (found by red-teaming; tests/test_exact.py):
 - Commas count only as thousands separators ("1,000"): "4,50" is not 450.
 - With the task's prompt (`verify(..., prompt=...)`), an answer read from a copy of the
   prompt does not match (reason "echoes_prompt"): when the last marker, its answer and

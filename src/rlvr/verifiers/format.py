@@ -9,7 +9,7 @@ with only whitespace around and between the blocks: one think block first (unles
 blocks must hold content: a letter, a digit or a non-ASCII symbol (π, ∞, √).
 Whitespace or punctuation alone ("<think></think>", "<think>...</think>") is empty,
 since a policy rewarded for structure alone learns to emit the tags with nothing in
-them (issue 14, item 7). When `require_think=False` an empty think block is allowed:
+them (found by red-teaming). When `require_think=False` an empty think block is allowed:
 that is how templates with thinking switched off write one ("<think>\n\n</think>").
 Tag names are options. The reference is ignored (any value, usually null). Binary
 score: meant as a gate or a small weighted bonus inside a "composite" verifier, as in

@@ -5,11 +5,11 @@ reads the last boxed or plain expression of a completion and compares it with th
 by symbolic equality. It is a careful judge of equivalence and no guard at all against a
 policy looking for holes: `\\boxed{6 * 75}` for "What is 6 * 75?" equals 450 and is paid,
 so is the question copied without its question mark. That is the hack a real SmolLM2
-run learned against rlvr's own math verifier before its fix (issue 14); rlvr's `math`
+run learned against rlvr's own math verifier before its fix (docs/rewards.md); rlvr's `math`
 now refuses it ("echoes_prompt", "unsimplified").
 
-rlvr ships this wrapper to compare against (benchmarks/bench_math.py) and to show what a
-policy learns from a reward it can fake (benchmarks/bench_hacking.py). Train on `math`.
+rlvr ships this wrapper to compare against (benchmarks/verifiers/bench_math.py) and to show what a
+policy learns from a reward it can fake (benchmarks/headline/bench_hacking.py). Train on `math`.
 Needs the `math-verify` extra (`pip install 'rlvr[math-verify]'`).
 
 Verdicts: "correct"; "wrong_answer" (an answer was read and differs); "no_answer"

@@ -282,7 +282,7 @@ class FastLlama:
         stride as it is). Gathering into new buffers instead held the old keys and
         values and both copies at once: with 200 greedy rows of SmolLM2 (the trainer's
         held-out evaluation) ~0.7 GB above the cache itself, the largest transient of
-        a generate call (benchmarks/profile_learning.py). The buffers keep their first
+        a generate call (benchmarks/tools/profile_learning.py). The buffers keep their first
         size until the call ends, a size the call has already reached."""
         count = rows.numel()
         for buffer in (self.keys, self.values):

@@ -16,7 +16,7 @@
  * streaming"): a step's 1.08 G multiply-adds keep both cores ~13 ms busy at this
  * kernel's in-cache rate, and its weights take ~19-21 ms to read from DRAM, so the time
  * is set by how well the two overlap:
- *  - 4x3 tiles (two passes at 8 rows) issue 7 loads per 12 FMAs; the earlier 8x1 tile
+ *  - 4x3 tiles (two passes at 8 rows) need 7 loads per 12 FMAs; the earlier 8x1 tile
  *    issued 9 per 8. In L2 (N=192, K=576, 1 thread) 4x3 ran 42.5 GFMA/s (~85% of the
  *    FMA peak), 8x1 34.7, and 4x3 without PIN 22.7 (which is why 4x3 lost before);
  *    4x2 was 0.95x 4x3 on the whole step;

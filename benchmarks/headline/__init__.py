@@ -1,0 +1,2 @@
+"""Headline comparisons: rlvr against TRL (throughput, time-to-accuracy), the default
+run, reward hacking."""

@@ -1,0 +1,1 @@
+"""Whole-system benchmarks: distributed training, the vLLM engine, the run viewer."""
