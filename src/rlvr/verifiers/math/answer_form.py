@@ -1,6 +1,6 @@
 """Is the final answer in final form? (`answer_form: value`, the default.)
 
-Issue 14's run: SmolLM2 learned in 40 steps to box the question's own expression
+The math red-team run (bench_redteam.py): SmolLM2 learned in 40 steps to box the question's own expression
 (`\\boxed{6 * 75}` for "What is 6 * 75?"). Symbolic equivalence pays for that, since
 `6 * 75` *equals* 450; so does math-verify. Computing the value is the task, so the
 rule is one principle, judged on the answer's structure rather than on a list of shapes:

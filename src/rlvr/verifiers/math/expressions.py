@@ -75,7 +75,7 @@ def _nesting_depth(text: str) -> int:
 
 
 # Words are not products of variables. The grammar reads `6 + 0 equals 8` as
-# 6 + 0*e*q*u*a*l*s*8 = 6 (found by the red-team run of issue 14, paid under
+# 6 + 0*e*q*u*a*l*s*8 = 6 (found by the math red-team run, bench_redteam.py, paid under
 # `answer_form: equivalent`): a plain word of four letters or more, or "is"/"are"/"the",
 # makes the text prose, not an expression. Function names written without a backslash
 # stay readable.

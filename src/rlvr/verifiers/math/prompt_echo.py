@@ -1,6 +1,6 @@
 """Does the answer only restate an expression from the prompt? (reason `echoes_prompt`)
 
-The hack of issue 14 was `\\boxed{6 * 75}` for "What is 6 * 75?": the question's own
+The hack the math red-team run found was `\\boxed{6 * 75}` for "What is 6 * 75?": the question's own
 expression, which equals the gold. The final-form rule (answer_form.py) stops it for
 numeric golds; this check stops it for every gold, also under `answer_form:
 equivalent` — `\\boxed{(x+1)^2}` for "Expand $(x+1)^2$." is the question copied, not
