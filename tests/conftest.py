@@ -1,4 +1,5 @@
-"""Shared test fixtures: where the public evaluation data lives."""
+"""Shared test fixtures (where the public evaluation data lives) and the slow tier:
+tests/slow_tests.txt lists the tests `make test-fast` leaves out."""
 
 from __future__ import annotations
 
@@ -9,6 +10,21 @@ import pytest
 from rlvr.data.sources import shared_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
+SLOW_LIST = Path(__file__).resolve().parent / "slow_tests.txt"
+
+
+def slow_tests() -> set[str]:
+    """`tests/file.py::test_name` of every test in the slow list."""
+    lines = SLOW_LIST.read_text().splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def pytest_collection_modifyitems(config, items):
+    listed = slow_tests()
+    for item in items:
+        path = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
+        if f"{path}::{item.originalname}" in listed:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
