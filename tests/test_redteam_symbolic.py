@@ -4,6 +4,7 @@ re-check's rule for symbolic references (rlvr.audit.symbolic)."""
 from __future__ import annotations
 
 import json
+import random
 import sys
 from collections import Counter
 from pathlib import Path
@@ -12,6 +13,10 @@ import pytest
 
 from rlvr.audit.strict import strict_recheck
 from rlvr.audit.symbolic import unevaluated_symbolic
+from rlvr.config import load_config
+from rlvr.data.records import TaskRecord
+from rlvr.training.config import TrainConfig
+from rlvr.training.sft import worked_example
 from rlvr.verifiers.math.verifier import MathVerifier
 
 REDTEAM = Path(__file__).resolve().parents[1] / "benchmarks" / "redteam"
@@ -29,6 +34,31 @@ def test_the_data_file_is_the_generators_output():
     assert set(kinds) == {"circle_area", "circumference", "sphere_volume", "radians",
                           "simplify_root", "trig_value", "expand_square", "expand_product"}
     assert len({row["prompt"] for row in ROWS}) == len(ROWS)
+
+
+def test_the_warm_start_target_is_each_rows_worked_answer():
+    """What the SFT warm start imitates (sft.target_template "{worked}"), by hand."""
+    by_prompt = {row["prompt"]: row for row in ROWS}
+    area = by_prompt["A circle has radius 6. What is its area? Give the exact answer in "
+                     "terms of $\\pi$."]
+    assert area["worked"] == "$\\pi \\cdot 6^2 = \\boxed{36\\pi}$"
+    root = by_prompt["Simplify $\\sqrt{50}$."]
+    assert root["worked"] == "$\\sqrt{25 \\cdot 2} = \\boxed{5\\sqrt{2}}$"
+    square = by_prompt["Expand $(x-4)^2$."]
+    assert square["worked"] == "$(x-4)(x-4) = \\boxed{x^2-8x+16}$"
+    verifier = MathVerifier()
+    for row in ROWS:  # every worked answer is a paid answer, whatever its step says
+        verdict = verifier.verify(row["worked"], row["reference"], prompt=row["prompt"])
+        assert verdict.passed, (row, verdict)
+
+
+def test_the_config_warm_starts_on_the_worked_field():
+    cfg = load_config(TrainConfig, str(REDTEAM / "math_symbolic.yaml"), [])
+    assert tuple(cfg.data.mapping.metadata) == ("worked",)
+    assert (cfg.sft.target_template, cfg.sft.worked_solutions) == ("{worked}", False)
+    record = TaskRecord("Simplify $\\sqrt{8}$.", "2\\sqrt{2}", "math", "r",
+                        {"worked": "$\\sqrt{4 \\cdot 2} = \\boxed{2\\sqrt{2}}$"})
+    assert worked_example(record, cfg.sft, random.Random(0)) == record.metadata["worked"]
 
 
 @pytest.mark.parametrize("prompt,reference", [
