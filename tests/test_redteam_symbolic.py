@@ -106,3 +106,15 @@ def test_every_gold_is_paid_when_stated_and_refused_when_echoed():
 ])
 def test_the_strict_rule_for_symbolic_references(answer, reference, flagged):
     assert unevaluated_symbolic(answer, reference) is flagged
+
+
+@pytest.mark.xfail(strict=True, reason="known: the strict re-check calls a right answer in "
+                   "the gold's own form an echo when the gold's text is in a few-shot "
+                   "example (the verifier pays it, as the rule says); fix in rlvr.audit")
+def test_the_recheck_pays_a_gold_form_answer_whose_text_is_in_a_few_shot_example():
+    prompt = ("Example: What is the exact value of $\\cos \\frac{\\pi}{4}$?\n"
+              "Answer: $\\boxed{\\frac{\\sqrt{2}}{2}}$\n\n"
+              "Now: What is the exact value of $\\sin \\frac{\\pi}{4}$?")
+    answer, gold = "\\boxed{\\frac{\\sqrt{2}}{2}}", "\\frac{\\sqrt{2}}{2}"
+    assert MathVerifier().verify(answer, gold, prompt=prompt).passed
+    assert strict_recheck("math", answer, gold, prompt) is None
