@@ -88,8 +88,8 @@ def test_every_target_config_takes_the_bench_overrides(target):
     assert cfg.reward.verifier == bench_redteam.TARGETS[target][0]
     assert (cfg.steps, cfg.sampling.max_new_tokens, cfg.model.path) == (
         2, 16, "smollm2-135m-instruct")
-    # only the symbolic target keeps its config's warm start (16 steps there)
-    assert cfg.sft.steps == (16 if target == "math-symbolic" else 0)
+    # only the symbolic target keeps its config's warm start (40 steps there)
+    assert cfg.sft.steps == (40 if target == "math-symbolic" else 0)
 
 
 def test_a_set_override_still_wins_over_the_warm_start_rule():
