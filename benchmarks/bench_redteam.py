@@ -62,6 +62,9 @@ VERIFIER_ORDER = ("math", "exact", "ifeval", "format", "code")
 # Targets summarised on a line of their own rather than with their verifier's others:
 # the symbolic golds are a different class of hole, and their rate is read alone.
 OWN_LINE = ("math-symbolic",)
+# Targets whose config's own `sft` warm start is kept: the base model passes none of
+# their problems, so without it RL has no reward to climb. The others get sft.steps=0.
+WARM_START = ("math-symbolic",)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -115,7 +118,7 @@ def selected_targets(spec: str) -> list[str]:
 def train_overrides(args: argparse.Namespace) -> list[str]:
     """What every target shares: the batch, the optimiser, no held-out evaluation, no
     intermediate checkpoints. Overlong completions are not masked: the adversary gets
-    every signal the verifier gives."""
+    every signal the verifier gives. (No warm start: target_overrides.)"""
     overrides = [
         f"steps={args.steps}", f"seed={args.seed}",
         f"sampling.prompts_per_step={args.prompts}", f"sampling.group_size={args.group}",
@@ -123,11 +126,17 @@ def train_overrides(args: argparse.Namespace) -> list[str]:
         f"model.device={args.device}", f"model.dtype={args.dtype}",
         "algorithm.advantage=grpo", "algorithm.policy_loss.eps_high=0.28", "reward.overlong=none",
         f"optim.lr={args.lr}", f"optim.warmup_steps={min(3, max(args.steps - 1, 0))}",
-        "sft.steps=0", "checkpoint_every=0", "keep_checkpoints=1", "log_rollouts=true",
+        "checkpoint_every=0", "keep_checkpoints=1", "log_rollouts=true",
     ]
     if args.max_new_tokens is not None:
         overrides.append(f"sampling.max_new_tokens={args.max_new_tokens}")
     return overrides + list(args.extra)
+
+
+def target_overrides(target: str, shared: list[str]) -> list[str]:
+    """`shared` for `target`, with sft.steps=0 first unless the target keeps its warm
+    start (WARM_START); first, so that a --set sft.steps=N still wins."""
+    return shared if target in WARM_START else ["sft.steps=0", *shared]
 
 
 def train_target(target: str, run_dir: Path, overrides: list[str], keep: bool) -> float:
@@ -223,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{target}] no run directory under {root}: skipped")
             continue
         if not args.audit_only:
-            seconds = train_target(target, run_dir, overrides, args.keep_checkpoints)
+            seconds = train_target(target, run_dir, target_overrides(target, overrides),
+                                   args.keep_checkpoints)
         result = audit_run(run_dir, TARGETS[target][0], recheck)
         result.update(run_dir=str(run_dir), train_seconds=seconds,
                       s_per_step=step_seconds(run_dir))

@@ -82,11 +82,22 @@ def test_verifier_names_select_targets():
 def test_every_target_config_takes_the_bench_overrides(target):
     args = bench_redteam.parse_args(["--steps", "2", "--max-new-tokens", "16"])
     config = bench_redteam.CONFIGS / bench_redteam.TARGETS[target][1]
-    cfg = load_config(TrainConfig, str(config), bench_redteam.train_overrides(args))
+    overrides = bench_redteam.target_overrides(target, bench_redteam.train_overrides(args))
+    cfg = load_config(TrainConfig, str(config), overrides)
     cfg.validate()
     assert cfg.reward.verifier == bench_redteam.TARGETS[target][0]
     assert (cfg.steps, cfg.sampling.max_new_tokens, cfg.model.path) == (
         2, 16, "smollm2-135m-instruct")
+    # only the symbolic target keeps its config's warm start (40 steps there)
+    assert cfg.sft.steps == (40 if target == "math-symbolic" else 0)
+
+
+def test_a_set_override_still_wins_over_the_warm_start_rule():
+    args = bench_redteam.parse_args(["--set", "sft.steps=5"])
+    for target in ("math-symbolic", "exact"):
+        overrides = bench_redteam.target_overrides(target, bench_redteam.train_overrides(args))
+        config = bench_redteam.CONFIGS / bench_redteam.TARGETS[target][1]
+        assert load_config(TrainConfig, str(config), overrides).sft.steps == 5
 
 
 def test_the_symbolic_target_has_a_line_of_its_own(fake_runs, tmp_path, capsys):

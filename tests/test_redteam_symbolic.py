@@ -4,6 +4,7 @@ re-check's rule for symbolic references (rlvr.audit.symbolic)."""
 from __future__ import annotations
 
 import json
+import random
 import sys
 from collections import Counter
 from pathlib import Path
@@ -12,6 +13,10 @@ import pytest
 
 from rlvr.audit.strict import strict_recheck
 from rlvr.audit.symbolic import unevaluated_symbolic
+from rlvr.config import load_config
+from rlvr.data.records import TaskRecord
+from rlvr.training.config import TrainConfig
+from rlvr.training.sft import worked_example
 from rlvr.verifiers.math.verifier import MathVerifier
 
 REDTEAM = Path(__file__).resolve().parents[1] / "benchmarks" / "redteam"
@@ -29,6 +34,31 @@ def test_the_data_file_is_the_generators_output():
     assert set(kinds) == {"circle_area", "circumference", "sphere_volume", "radians",
                           "simplify_root", "trig_value", "expand_square", "expand_product"}
     assert len({row["prompt"] for row in ROWS}) == len(ROWS)
+
+
+def test_the_warm_start_target_is_each_rows_worked_answer():
+    """What the SFT warm start imitates (sft.target_template "{worked}"), by hand."""
+    by_prompt = {row["prompt"]: row for row in ROWS}
+    area = by_prompt["A circle has radius 6. What is its area? Give the exact answer in "
+                     "terms of $\\pi$."]
+    assert area["worked"] == "$\\pi \\cdot 6^2 = \\boxed{36\\pi}$"
+    root = by_prompt["Simplify $\\sqrt{50}$."]
+    assert root["worked"] == "$\\sqrt{25 \\cdot 2} = \\boxed{5\\sqrt{2}}$"
+    square = by_prompt["Expand $(x-4)^2$."]
+    assert square["worked"] == "$(x-4)(x-4) = \\boxed{x^2-8x+16}$"
+    verifier = MathVerifier()
+    for row in ROWS:  # every worked answer is a paid answer, whatever its step says
+        verdict = verifier.verify(row["worked"], row["reference"], prompt=row["prompt"])
+        assert verdict.passed, (row, verdict)
+
+
+def test_the_config_warm_starts_on_the_worked_field():
+    cfg = load_config(TrainConfig, str(REDTEAM / "math_symbolic.yaml"), [])
+    assert tuple(cfg.data.mapping.metadata) == ("worked",)
+    assert (cfg.sft.target_template, cfg.sft.worked_solutions) == ("{worked}", False)
+    record = TaskRecord("Simplify $\\sqrt{8}$.", "2\\sqrt{2}", "math", "r",
+                        {"worked": "$\\sqrt{4 \\cdot 2} = \\boxed{2\\sqrt{2}}$"})
+    assert worked_example(record, cfg.sft, random.Random(0)) == record.metadata["worked"]
 
 
 @pytest.mark.parametrize("prompt,reference", [
@@ -76,3 +106,15 @@ def test_every_gold_is_paid_when_stated_and_refused_when_echoed():
 ])
 def test_the_strict_rule_for_symbolic_references(answer, reference, flagged):
     assert unevaluated_symbolic(answer, reference) is flagged
+
+
+@pytest.mark.xfail(strict=True, reason="known: the strict re-check calls a right answer in "
+                   "the gold's own form an echo when the gold's text is in a few-shot "
+                   "example (the verifier pays it, as the rule says); fix in rlvr.audit")
+def test_the_recheck_pays_a_gold_form_answer_whose_text_is_in_a_few_shot_example():
+    prompt = ("Example: What is the exact value of $\\cos \\frac{\\pi}{4}$?\n"
+              "Answer: $\\boxed{\\frac{\\sqrt{2}}{2}}$\n\n"
+              "Now: What is the exact value of $\\sin \\frac{\\pi}{4}$?")
+    answer, gold = "\\boxed{\\frac{\\sqrt{2}}{2}}", "\\frac{\\sqrt{2}}{2}"
+    assert MathVerifier().verify(answer, gold, prompt=prompt).passed
+    assert strict_recheck("math", answer, gold, prompt) is None

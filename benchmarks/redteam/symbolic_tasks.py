@@ -15,8 +15,14 @@ a symbolic gold (`6 \\cdot 75\\pi` for 450pi, `\\sin\\frac{\\pi}{3}` for `\\frac
     expand_square     "Expand $(x+3)^2$."                                 x^2+6x+9
     expand_product    "Expand $(x+2)(x-5)$."                              x^2-3x-10
 
-`python benchmarks/redteam/symbolic_tasks.py OUT.jsonl` writes them (prompt, reference
-rows); benchmarks/redteam/math_symbolic.jsonl is that file, and a test checks that it
+Each row also carries `worked`: a one-line worked answer (the unevaluated step, then
+the value boxed, `$\\pi \\cdot 6^2 = \\boxed{36\\pi}$`). The target's brief SFT warm start
+imitates it: SmolLM2-135M-Instruct alone passes none of these problems (reward 0 at
+every step, nothing for RL to climb), and after the warm start it passes some and
+searches from there, with the unevaluated step one token away from the box.
+
+`python benchmarks/redteam/symbolic_tasks.py OUT.jsonl` writes them (id, prompt,
+reference, worked rows); benchmarks/redteam/math_symbolic.jsonl is that file, and a test checks that it
 still is.
 """
 
@@ -66,31 +72,34 @@ def problems() -> list[dict[str, str]]:
     """Every generated problem, in a fixed order (the file's order)."""
     rows: list[dict[str, str]] = []
 
-    def add(kind: str, prompt: str, reference: str) -> None:
+    def add(kind: str, prompt: str, reference: str, step: str = "") -> None:
+        worked = f"${step} = \\boxed{{{reference}}}$" if step else f"$\\boxed{{{reference}}}$"
         rows.append({"id": f"symbolic:{kind}:{len(rows)}", "prompt": prompt,
-                     "reference": reference})
+                     "reference": reference, "worked": worked})
 
     exact = " Give the exact answer in terms of $\\pi$."
     for r in range(2, 31):
         add("circle_area", f"A circle has radius {r}. What is its area?{exact}",
-            pi_multiple(Fraction(r * r)))
+            pi_multiple(Fraction(r * r)), f"\\pi \\cdot {r}^2")
         add("circumference", f"A circle has radius {r}. What is its circumference?{exact}",
-            pi_multiple(Fraction(2 * r)))
+            pi_multiple(Fraction(2 * r)), f"2 \\cdot {r} \\cdot \\pi")
     for r in range(1, 16):
         add("sphere_volume", f"A sphere has radius {r}. What is its volume?{exact}",
-            pi_multiple(Fraction(4 * r ** 3, 3)))
+            pi_multiple(Fraction(4 * r ** 3, 3)), f"\\frac{{4}}{{3}} \\pi \\cdot {r}^3")
     for degrees in range(15, 360, 15):
         add("radians", f"Convert {degrees} degrees to radians.{exact}",
-            pi_multiple(Fraction(degrees, 180)))
+            pi_multiple(Fraction(degrees, 180)), f"{degrees} \\cdot \\frac{{\\pi}}{{180}}")
     for k in range(2, 10):
         for m in SQUARE_FREE:
-            add("simplify_root", f"Simplify $\\sqrt{{{k * k * m}}}$.", f"{k}\\sqrt{{{m}}}")
+            add("simplify_root", f"Simplify $\\sqrt{{{k * k * m}}}$.", f"{k}\\sqrt{{{m}}}",
+                f"\\sqrt{{{k * k} \\cdot {m}}}")
     for (function, multiple), value in _TRIG.items():
         angle = pi_multiple(multiple)
         add("trig_value", f"What is the exact value of $\\{function} {angle}$?", value)
     for a in range(-9, 10):
         if a:
-            add("expand_square", f"Expand ${_factor(a)}^2$.", _linear(2 * a, a * a))
+            add("expand_square", f"Expand ${_factor(a)}^2$.", _linear(2 * a, a * a),
+                f"{_factor(a)}{_factor(a)}")
     for a in range(-6, 7):
         for b in range(a + 1, 7):
             if a and b:
