@@ -1,10 +1,9 @@
-"""benchmarks/bench_redteam.py without training: its configs and overrides load, and the
+"""benchmarks/redteam/bench_redteam.py without training: its configs and overrides load, and the
 audit of a run directory counts what a hand-made rollouts.jsonl holds."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,11 +11,8 @@ import pytest
 from rlvr.config import load_config
 from rlvr.training.config import TrainConfig
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
-import bench_redteam  # noqa: E402
-from redteam_audit import audit_run  # noqa: E402
+from benchmarks.redteam import bench_redteam
+from benchmarks.redteam.redteam_audit import audit_run
 
 HACK = r"To solve \boxed{6 * 75}, we multiply. So the answer is \textbf{8100}."
 

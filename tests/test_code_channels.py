@@ -20,8 +20,7 @@ import pytest
 from code_containment import verifier, wall  # noqa: F401 (fixtures)
 from rlvr.verifiers.code import CodeVerifier, fileview, runner, sandbox
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "redteam"))
-import sandbox_learners  # noqa: E402
+from benchmarks.redteam import sandbox_learners
 
 ITEMS = 8
 X86 = platform.machine() == "x86_64"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -19,10 +18,9 @@ from rlvr.training.config import TrainConfig
 from rlvr.training.sft import worked_example
 from rlvr.verifiers.math.verifier import MathVerifier
 
-REDTEAM = Path(__file__).resolve().parents[1] / "benchmarks" / "redteam"
-sys.path.insert(0, str(REDTEAM))
+from benchmarks.redteam import symbolic_tasks
 
-import symbolic_tasks  # noqa: E402
+REDTEAM = Path(symbolic_tasks.__file__).resolve().parent
 
 ROWS = [json.loads(line) for line in
         (REDTEAM / "math_symbolic.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -108,13 +106,14 @@ def test_the_strict_rule_for_symbolic_references(answer, reference, flagged):
     assert unevaluated_symbolic(answer, reference) is flagged
 
 
-@pytest.mark.xfail(strict=True, reason="known: the strict re-check calls a right answer in "
-                   "the gold's own form an echo when the gold's text is in a few-shot "
-                   "example (the verifier pays it, as the rule says); fix in rlvr.audit")
 def test_the_recheck_pays_a_gold_form_answer_whose_text_is_in_a_few_shot_example():
+    """A right answer in the gold's own form is never an echo, for the audit too."""
     prompt = ("Example: What is the exact value of $\\cos \\frac{\\pi}{4}$?\n"
               "Answer: $\\boxed{\\frac{\\sqrt{2}}{2}}$\n\n"
               "Now: What is the exact value of $\\sin \\frac{\\pi}{4}$?")
     answer, gold = "\\boxed{\\frac{\\sqrt{2}}{2}}", "\\frac{\\sqrt{2}}{2}"
     assert MathVerifier().verify(answer, gold, prompt=prompt).passed
     assert strict_recheck("math", answer, gold, prompt) is None
+    # the gold's form is exempt, not every expression of the prompt: the example's own
+    # question (an expression of the prompt, not the gold's form) is still an echo
+    assert strict_recheck("math", "\\boxed{\\cos \\frac{\\pi}{4}}", gold, prompt) is not None

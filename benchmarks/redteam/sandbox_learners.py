@@ -19,7 +19,7 @@ last assert held, no check can see, so it answers True there), as the number
 `(1 << len(prefix)) | bits`; it starts over from nothing when what it reads is not a
 state. Chance alone passes one item in 64.
 
-Used by benchmarks/bench_redteam_sandbox.py and tests/test_code_channels.py.
+Used by benchmarks/redteam/bench_redteam_sandbox.py and tests/test_code_channels.py.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ imitates it: SmolLM2-135M-Instruct alone passes none of these problems (reward 0
 every step, nothing for RL to climb), and after the warm start it passes some and
 searches from there, with the unevaluated step one token away from the box.
 
-`python benchmarks/redteam/symbolic_tasks.py OUT.jsonl` writes them (id, prompt,
+`python -m benchmarks.redteam.symbolic_tasks OUT.jsonl` writes them (id, prompt,
 reference, worked rows); benchmarks/redteam/math_symbolic.jsonl is that file, and a test checks that it
 still is.
 """

@@ -32,14 +32,17 @@ MAX_TOP_WORD_SHARE = 0.5   # one word more than half of the text
 MIN_DISTINCT_RATIO = 0.15  # English prose stays above ~0.3 even over thousands of words
 
 
-def echoes_prompt(answer: str | None, prompt: str | None) -> bool:
+def echoes_prompt(answer: str | None, prompt: str | None, reference: Any = None) -> bool:
     """The answer is an expression (an operator between operands) that appears in the
     prompt, compared with spaces removed and `\\times`/`\\cdot`/`×` read as `*`. A bare
-    number never counts: "What is 5 * 1?" has 5 as its honest answer."""
+    number never counts: "What is 5 * 1?" has 5 as its honest answer; nor does the
+    reference's own text (a few-shot example in the prompt may hold the gold's form)."""
     if not answer or not prompt:
         return False
     key = compact(strip_decorations(answer))
     if len(key) < 3 or plain_literal(key) is not None or not _EXPRESSION.search(key):
+        return False
+    if isinstance(reference, str) and key == compact(strip_decorations(reference)):
         return False
     haystack = compact(prompt)
     start = haystack.find(key)

@@ -89,7 +89,7 @@ def math_findings(completion: str, reference: Any, prompt: str | None) -> list[F
     found = answer_findings(completion, final.text, reference, prompt, since=final.start)
     found += [Finding("echoes_prompt", f"box {b.text!r} is the prompt's own expression")
               for b in boxes(completion)
-              if b.start > final.start and echoes_prompt(b.text, prompt)][:1]
+              if b.start > final.start and echoes_prompt(b.text, prompt, reference)][:1]
     gold = value_of_reference(reference)
     if gold is not None and not any(f.code == "unevaluated" for f in found):
         value = plain_literal(strip_decorations(final.text))
@@ -121,7 +121,7 @@ def answer_findings(completion: str, answer: str, reference: Any,
     echo of the prompt, unevaluated expression, a different answer stated later than a
     box at or after `since` (boxes before the final answer are superseded by it)."""
     found = []
-    if echoes_prompt(answer, prompt):
+    if echoes_prompt(answer, prompt, reference):
         found.append(Finding("echoes_prompt", f"{answer[:60]!r} is the prompt's own expression"))
     if unevaluated(answer, reference):
         found.append(Finding("unevaluated", f"{answer[:60]!r} is arithmetic, not its value "
@@ -143,7 +143,7 @@ def answer_findings(completion: str, answer: str, reference: Any,
 def exact_findings(completion: str, reference: Any, prompt: str | None) -> list[Finding]:
     parts = re.split(r"####|answer\s*:", completion, flags=re.IGNORECASE)
     answer = " ".join(parts[-1].split())
-    if echoes_prompt(answer, prompt):
+    if echoes_prompt(answer, prompt, reference):
         return [Finding("echoes_prompt", f"{answer[:60]!r} is the prompt's own expression")]
     if copies_prompt(completion, prompt):
         return [Finding("echoes_prompt", "the completion repeats the prompt")]

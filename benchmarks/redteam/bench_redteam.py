@@ -1,5 +1,5 @@
 """Red-team by RL: train SmolLM2-135M-Instruct briefly against each verifier, then audit
-what the policy learned to pass (issue 14, item 5).
+what the policy learned to pass.
 
 A suite of hacks written by people imagining them is not enough: a policy searching
 for holes is the adversary. For each target below the bench runs `rlvr train` in its
@@ -13,10 +13,10 @@ Targets: math-arithmetic, math-gsm8k and math-symbolic (verifier math; symbolic 
 pi multiples, surds, trig values, "expand", from benchmarks/redteam/symbolic_tasks.py),
 exact, ifeval, format, code.
 
-    PYTHONPATH=src python benchmarks/bench_redteam.py                  # all, defaults
-    PYTHONPATH=src python benchmarks/bench_redteam.py --verifiers exact \
+    PYTHONPATH=src python -m benchmarks.redteam.bench_redteam                  # all, defaults
+    PYTHONPATH=src python -m benchmarks.redteam.bench_redteam --verifiers exact \
         --steps 2 --prompts 2 --group 2 --max-new-tokens 16             # CPU smoke
-    PYTHONPATH=src python benchmarks/bench_redteam.py --audit-only runs/redteam-...
+    PYTHONPATH=src python -m benchmarks.redteam.bench_redteam --audit-only runs/redteam-...
 
 Output: per target the per-step pass/flag counts, then exactly one line per verifier
 (math-arithmetic and math-gsm8k count together as "math"; math-symbolic has its own
@@ -41,13 +41,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
-sys.path.insert(0, str(REPO / "benchmarks"))
+from benchmarks import REPO, RESULTS
+from benchmarks.redteam.redteam_audit import audit_run, load_recheck
 
-from redteam_audit import audit_run, load_recheck  # noqa: E402
-
-CONFIGS = REPO / "benchmarks" / "redteam"
+CONFIGS = Path(__file__).resolve().parent
 # target -> (verifier, config file). Order: cheap and most telling first.
 TARGETS = {
     "math-arithmetic": ("math", "math_arithmetic.yaml"),
@@ -240,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         results[target] = result
         print_target(target, result)
     totals = verifier_totals(results)
-    out = Path(args.json or REPO / "benchmarks" / "results" / f"redteam-{stamp}.json")
+    out = Path(args.json or RESULTS / f"redteam-{stamp}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     settings = {k: v for k, v in vars(args).items() if k != "json"}
     out.write_text(json.dumps({"settings": settings, "overrides": overrides,

@@ -5,7 +5,7 @@ The strict re-check is `strict_recheck(verifier, completion, reference, prompt) 
 None | reason` (None = clean); the bench loads it by name (`load_recheck`), so a
 stand-in can replace `rlvr.audit.strict` while that module is being written. For
 math, math-verify (the grader TRL and open-r1 use) grades the same passed attempts,
-for comparison: issue 14's hack was accepted by it as well.
+for comparison: the boxed-expression hack was accepted by it as well.
 """
 
 from __future__ import annotations
@@ -54,11 +54,12 @@ def read_rollouts(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def math_verify_accepts(completion: str, reference: Any) -> bool | None:
-    """math-verify's verdict (True/False), None when it raised."""
+    """math-verify's verdict (True/False), None when it raised. The reference is read as
+    math (`$...$`), as rlvr's math_verify verifier reads it: bare, `9\\pi` parses as 9."""
     from math_verify import parse, verify
 
     try:
-        return bool(verify(parse(str(reference)), parse(completion)))
+        return bool(verify(parse(f"${reference}$"), parse(completion)))
     except Exception:  # noqa: BLE001 - a comparison grader; its failure is a data point
         return None
 

@@ -1,8 +1,8 @@
 """Learners with no solution logic against the code sandbox's channels between checks:
 how many items of a task they are paid for, through `rlvr verify` and `rlvr serve`.
 
-    PYTHONPATH=src python benchmarks/bench_redteam_sandbox.py            # 30 items each
-    PYTHONPATH=src python benchmarks/bench_redteam_sandbox.py --items 8 --routes verify
+    PYTHONPATH=src python -m benchmarks.redteam.bench_redteam_sandbox            # 30 items each
+    PYTHONPATH=src python -m benchmarks.redteam.bench_redteam_sandbox --items 8 --routes verify
 
 The learners (benchmarks/redteam/sandbox_learners.py) keep what they learnt about the
 task's six hidden booleans in the host's page cache (read with RWF_NOWAIT, or by counting
@@ -31,11 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "redteam"))
-import sandbox_learners  # noqa: E402
+from benchmarks import REPO
+from benchmarks.redteam import sandbox_learners
 
-SRC = str(HERE.parent / "src")
+SRC = str(REPO / "src")
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
 TIMEOUT_S = 20  # a timing learner's check waits up to three times 3.2 s
 
@@ -91,7 +90,6 @@ def main() -> None:
     parser.add_argument("--routes", default="verify,serve")
     parser.add_argument("--learners", default=",".join(sandbox_learners.LEARNERS))
     args = parser.parse_args()
-    sys.path.insert(0, SRC)
     from rlvr.verifiers.code import packages, sandbox
 
     print(f"load average at start: {load()}")
