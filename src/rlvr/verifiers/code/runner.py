@@ -43,7 +43,10 @@ _GRACE_S = 2.0  # on top of the check's own limit, for start-up and teardown
 # check could pass before. (The earliest is the shortest check so far, and the first
 # check of a sandbox counts from 0: a program that makes every check slow gains no
 # room by it.) Checks that take as long as the fastest pay nothing; the rest pay
-# JITTER / 2 of the time they took beyond it, on average.
+# JITTER / 2 of the time they took beyond it, on average. A check that ran to its time
+# limit pays nothing either: the limit, not the program, chose when it ended, so its end
+# tells the next check one thing only (it hit the limit), and a hung program must not
+# idle the worker for up to its limit again.
 JITTER = 1.0
 _RANDOM = random.SystemRandom()
 
@@ -209,6 +212,7 @@ class Zygote(_WarmSandbox):
         self.memory = MemoryCap(None, "none", "not started")
         self._started: float | None = None   # when the running check started
         self._not_before = 0.0                # when the next one may (see JITTER)
+        self._limit_s: float | None = None    # the running check's time limit
         self._shortest: float | None = None   # the shortest check's duration so far
 
     def ensure(self) -> socket.socket:
@@ -243,10 +247,11 @@ class Zygote(_WarmSandbox):
             raise OSError(f"candidate sandbox stopped answering ({reply!r:.200})")
         return reply
 
-    def start(self, mode: str, limits: Limits, fds: list[int], wants_packages: bool = False
-              ) -> None:
+    def start(self, mode: str, limits: Limits, fds: list[int], wants_packages: bool = False,
+              time_limit_s: float | None = None) -> None:
         """Fork the check's process; fds: [channel] or [channel, stdin, stdout].
-        wants_packages: the program names a listed package (preload "auto")."""
+        wants_packages: the program names a listed package (preload "auto");
+        time_limit_s: the check's wall-clock limit (see JITTER)."""
         drop_uid = _drop_uid() if self.mode != sandbox.UNSAFE else None
         job = {"op": "run", "mode": mode, "limits": asdict(limits), "drop_uid": drop_uid,
                "wants_packages": wants_packages}
@@ -256,6 +261,7 @@ class Zygote(_WarmSandbox):
         if pause > 0:
             time.sleep(pause)
         self._started = time.monotonic()
+        self._limit_s = time_limit_s
         if self._ask(job, fds) != ["started"]:
             self.close()
             raise OSError("candidate sandbox refused the check")
@@ -280,6 +286,9 @@ class Zygote(_WarmSandbox):
         if self._started is not None and self.mode != sandbox.UNSAFE:
             now = time.monotonic()
             took = now - self._started
+            if self._limit_s is not None and took >= self._limit_s:
+                self._started = None  # ended by its limit: nothing the program chose
+                return
             floor = 0.0 if self._shortest is None else min(self._shortest, took)
             self._shortest = took if self._shortest is None else min(self._shortest, took)
             self._not_before = now + _RANDOM.uniform(0.0, JITTER * (took - floor))
@@ -316,7 +325,7 @@ def run_function_check(judge: JudgeServer, zygote: Zygote, code: str, spec: dict
     ours, theirs = socket.socketpair()
     job_ours, job_theirs = socket.socketpair()
     try:
-        zygote.start("serve", limits, [theirs.fileno()], wants_packages)
+        zygote.start("serve", limits, [theirs.fileno()], wants_packages, timeout_s)
         theirs.close()
         ours.sendall(protocol.encode(["load", code]))
         judge.submit(ours, job_theirs)
@@ -351,7 +360,8 @@ def run_program(zygote: Zygote, code: str, stdin: bytes, limits: Limits, timeout
     stdin_read, stdin_write = os.pipe()
     stdout_read, stdout_write = os.pipe()
     try:
-        zygote.start("io", limits, [program_read, stdin_read, stdout_write], wants_packages)
+        zygote.start("io", limits, [program_read, stdin_read, stdout_write], wants_packages,
+                     timeout_s)
     finally:
         for fd in (program_read, stdin_read, stdout_write):
             os.close(fd)
