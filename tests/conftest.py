@@ -14,7 +14,9 @@ SLOW_LIST = Path(__file__).resolve().parent / "slow_tests.txt"
 
 
 def slow_tests() -> set[str]:
-    """`tests/file.py::test_name` of every test in the slow list."""
+    """`tests/file.py::test_name` of every test in the slow list, or `tests/file.py` for
+    a whole file (one whose module fixture is the slow part: leaving out its slow tests
+    alone would move that cost onto the others)."""
     lines = SLOW_LIST.read_text().splitlines()
     return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
 
@@ -23,7 +25,7 @@ def pytest_collection_modifyitems(config, items):
     listed = slow_tests()
     for item in items:
         path = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
-        if f"{path}::{item.originalname}" in listed:
+        if path in listed or f"{path}::{item.originalname}" in listed:
             item.add_marker(pytest.mark.slow)
 
 
