@@ -6,11 +6,8 @@ bind) and a client that does not read its answer."""
 from __future__ import annotations
 
 import http.server
-import json
 import os
-import re
 import select
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from serve_helpers import Server
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 TESTS = str(Path(__file__).resolve().parent)
 CHOICE_TOKEN = "request-choice-test-token"
@@ -30,39 +29,18 @@ SLOW = "serve_helpers:SlowVerifier"  # sleeps its reference's seconds, then pass
 SERVER_LIMIT_S = 2.0
 
 
-class _Serve:
-    """`rlvr serve` in a subprocess on a free loopback port, with the canary in its env."""
+class _Serve(Server):
+    """`rlvr serve` (tests/serve_helpers.Server) with the canary in its environment and
+    the choice token; every answer body is kept, to search for the canary."""
 
     def __init__(self, *args: str) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, TESTS]),
-               "RLVR_SERVE_TOKEN": CHOICE_TOKEN, CANARY_VAR: CANARY}
-        self.process = subprocess.Popen([sys.executable, "-m", "rlvr", "serve", "--port", "0",
-                                         *args], stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, env=env)
-        line = self.process.stdout.readline()  # printed once the workers are ready
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-        if not match:
-            self.process.kill()
-            raise RuntimeError(f"rlvr serve did not start: {line!r} "
-                               f"{self.process.stderr.read()[-2000:]}")
-        self.url = f"http://127.0.0.1:{match.group(1)}"
-        self.answers: list[str] = []  # every answer body, searched for the canary
+        super().__init__(*args, token=CHOICE_TOKEN, env={CANARY_VAR: CANARY})
+        self.answers: list[str] = []
 
     def post(self, path: str, body: object, timeout: float = 60.0) -> httpx.Response:
-        response = httpx.post(self.url + path, content=json.dumps(body), timeout=timeout,
-                              headers={"Authorization": f"Bearer {CHOICE_TOKEN}",
-                                       "Content-Type": "application/json"})
+        response = super().post(path, body, timeout=timeout)
         self.answers.append(response.text)
         return response
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 def _connected(sock: socket.socket, wait_s: float = 1.0) -> bool:
