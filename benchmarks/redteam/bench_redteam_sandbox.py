@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from benchmarks import REPO
 from benchmarks.redteam import sandbox_learners
+from benchmarks.tools.serve_process import start_server
 
 SRC = str(REPO / "src")
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
@@ -58,18 +58,6 @@ def through_verify(items: list[dict], workers: int) -> list[dict]:
                         "--output", str(target), "--workers", str(workers)],
                        env=ENV, check=False, stdout=subprocess.DEVNULL)
         return [json.loads(line) for line in target.read_text().splitlines()]
-
-
-def start_server(workers: int) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen([sys.executable, "-m", "rlvr", "serve", "--port", "0",
-                                "--workers", str(workers), "--preload", "code"],
-                               stdout=subprocess.PIPE, text=True, env=ENV)
-    line = process.stdout.readline()
-    match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-    if not match:
-        process.kill()
-        raise SystemExit(f"rlvr serve did not start: {line!r}")
-    return process, f"http://127.0.0.1:{match.group(1)}"
 
 
 def through_serve(url: str, items: list[dict]) -> list[dict]:
@@ -98,7 +86,7 @@ def main() -> None:
     routes = args.routes.split(",")
     server = url = None
     if "serve" in routes:
-        server, url = start_server(args.workers)
+        server, url = start_server(args.workers, "code")
     results: dict[str, int] = {}
     try:
         for name in args.learners.split(","):

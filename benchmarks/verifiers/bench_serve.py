@@ -26,35 +26,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import re
 import signal
 import statistics
-import subprocess
-import sys
 import threading
 import time
 
-from benchmarks import REPO
 from benchmarks.tools.serve_cases import Labelled, build
+from benchmarks.tools.serve_process import start_server
 from rlvr.verifiers.contract import parse_case, verdict_from_line
 from rlvr.verifiers.pool import VerifierPool, default_workers
 
-SRC = str(REPO / "src")
 JSON = {"Content-Type": "application/json"}  # rlvr serve refuses other POSTs (415)
-
-
-def start_server(workers: int) -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
-    process = subprocess.Popen([sys.executable, "-m", "rlvr", "serve", "--port", "0",
-                                "--workers", str(workers), "--preload", "math,code"],
-                               stdout=subprocess.PIPE, text=True, env=env)
-    line = process.stdout.readline()
-    match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-    if not match:
-        process.kill()
-        raise SystemExit(f"rlvr serve did not start: {line!r}")
-    return process, f"http://127.0.0.1:{match.group(1)}"
 
 
 class PeakRss(threading.Thread):
@@ -153,7 +135,7 @@ def main() -> int:
     args = parser.parse_args()
     workers = args.workers or default_workers()
     cases = build(args.math, args.code, args.hostile)
-    process, url = start_server(workers)
+    process, url = start_server(workers, "math,code")
     meter = PeakRss(process.pid)
     meter.start()
     try:
