@@ -81,6 +81,10 @@ class Completion:
                    trainer recomputes). Empty list for greedy decoding.
     text:          decoded completion (special tokens dropped, cut at a stop string).
     finish_reason: "eos" | "stop" | "length".
+    loss_mask:     None for a one-turn completion (every token sampled); for an episode
+                   (rlvr.episodes), one 0/1 per token id: 1 = the model sampled it, 0 = the
+                   environment wrote it (context: out of the loss and its statistics; its
+                   logprobs entry is 0).
     """
 
     prompt_ids: list[int]
@@ -90,6 +94,7 @@ class Completion:
     finish_reason: str
     extra: dict[str, Any] = field(default_factory=dict)
     activations: KeptActivations | None = None  # engines that keep activations only
+    loss_mask: list[int] | None = None
 
     @property
     def truncated(self) -> bool:
