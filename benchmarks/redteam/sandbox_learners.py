@@ -172,7 +172,7 @@ def save(v):
 '''
 
 
-def task(secret: tuple[bool, ...] = SECRET, timeout_s: int = 10) -> dict:
+def task(secret: tuple[bool, ...] = SECRET, timeout_s: float = 10) -> dict:
     """The HumanEval-style reference the learners are graded against."""
     asserts = "".join(f"    assert candidate({i}) is {b}\n" for i, b in enumerate(secret))
     return {"test": "def check(candidate):\n" + asserts, "entry_point": "bit",
@@ -189,6 +189,36 @@ def page_fault_learner(n: int = len(SECRET)) -> str:
 
 def timing_learner(n: int = len(SECRET), slot_s: float = 0.025, gap_s: float = 0.016) -> str:
     return _CLOCK.format(slot_s=slot_s, gap_s=gap_s) + _CORE.format(n=n)
+
+
+# A check that reports the clock the moment it is called (in its assertion message), to
+# measure the gap between one check's last moment and the next check's first.
+CLOCK_PROBE = "import time\ndef bit(i):\n    raise AssertionError(repr(time.time()))\n"
+LONGEST_SLOT_S = 0.08  # a cycle of 128 slots is then 10 s: a check waits up to that
+
+
+def clock_gaps(verify, probes: int = 9) -> list[float]:
+    """Seconds from one check's clock reading to the next's, over `probes` consecutive
+    checks through `verify(code, reference) -> Verdict`. Measured with the sandbox's pause
+    off, this is the machine's own gap: the offset a timing learner takes off the clock."""
+    moments = []
+    for _ in range(probes):
+        error = verify(CLOCK_PROBE, task()).details["errors"][0]
+        moments.append(float(error.split(": ", 1)[1].strip("'\"")))
+    return [b - a for a, b in zip(moments, moments[1:])]
+
+
+def calibrated_slot(gaps: list[float]) -> tuple[float, float]:
+    """(slot_s, gap_s) for a timing learner on a machine whose consecutive checks are
+    `gaps` apart: the median gap, and slots four times the spread of the middle gaps
+    (a state decodes right while the gap is within half a slot of the median), at least
+    the default 25 ms. The slot may exceed LONGEST_SLOT_S: the caller decides whether a
+    learner that slow is worth running."""
+    ordered = sorted(gaps)
+    trimmed = ordered[1:-1] if len(ordered) > 4 else ordered  # one outlier each side
+    median = ordered[len(ordered) // 2]
+    spread = max(abs(g - median) for g in trimmed)
+    return max(0.025, 4 * spread), median
 
 
 LEARNERS = {"page-cache": page_cache_learner, "page-fault": page_fault_learner,
