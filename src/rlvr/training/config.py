@@ -20,7 +20,8 @@ from rlvr.training.config_fields import _doc
 
 # the sections kept in their own modules, importable from here as before
 from rlvr.training.config_reward import RewardConfig, backend_problem, check_plugin_names
-from rlvr.training.config_run import DistributedConfig, EvalConfig, LoggingConfig
+from rlvr.training.config_run import (DistributedConfig, EvalConfig, LoggingConfig,
+                                      WatchConfig)
 
 __all__ = [
     "AlgorithmConfig",
@@ -39,6 +40,7 @@ __all__ = [
     "TrainConfig",
     "UpdateConfig",
     "VLLMConfig",
+    "WatchConfig",
     "backend_problem",
     "check_distributed",
     "check_engine_and_path",
@@ -388,6 +390,8 @@ class TrainConfig:
     update: UpdateConfig = _doc("the update's forward", default_factory=UpdateConfig)
     eval: EvalConfig = _doc("held-out evaluations during RL (before/after always run "
                             "when there is held-out data)", default_factory=EvalConfig)
+    watch: WatchConfig = _doc("the collapse watch: entropy, uniform groups, held-out drop",
+                              default_factory=WatchConfig)
     distributed: DistributedConfig = _doc("several processes under torchrun (FSDP2)",
                                           default_factory=DistributedConfig)
     logging: LoggingConfig = _doc("experiment trackers (TensorBoard, W&B, MLflow, trackio)",
