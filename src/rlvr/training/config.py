@@ -226,8 +226,10 @@ class AlgorithmConfig:
                               "grpo, eps: 1e-6}")
     policy_loss: Named = _named("ppo_clip", "ppo_clip (token ratio; eps_low 0.2, eps_high "
                                 "0.2 (DAPO clip-higher: 0.28), dual_clip null) | gspo "
-                                "(sequence ratio; eps_low 3e-4, eps_high 4e-4); options "
-                                "e.g. {name: ppo_clip, eps_high: 0.28}")
+                                "(sequence ratio; eps_low 3e-4, eps_high 4e-4) | kl_cov "
+                                "(Cui et al. 2025: unclipped, a KL penalty on the top "
+                                "`ratio` tokens by logp-advantage covariance; ratio 2e-3, "
+                                "beta 1); options e.g. {name: ppo_clip, eps_high: 0.28}")
     aggregation: Named = _named("token_mean", "token_mean | sequence_mean | constant "
                                 "(max_length: sampling.max_new_tokens unless given)")
     kl_beta: float = _doc("KL(policy || reference) coefficient; 0 = no reference model",
