@@ -142,7 +142,7 @@ def test_a_collapsing_run_warns_with_its_numbers(tmp_path, collapsing):
 
 def test_stop_on_collapse_ends_the_run_cleanly(tmp_path, collapsing, capsys):
     code = main(["train", "--quiet", "--run-dir", str(tmp_path / "r"), *TINY_OVERRIDES,
-                 "steps=10", *WATCH, "watch.stop_on_collapse=true"])
+                 "steps=10", *WATCH, "watch.stop_on_collapse=true", "eval.every=2"])
     assert code == 0
     run = tmp_path / "r"
     summary = json.loads((run / "summary.json").read_text())
@@ -152,8 +152,31 @@ def test_stop_on_collapse_ends_the_run_cleanly(tmp_path, collapsing, capsys):
     assert set(stopped["signals"]) == {"entropy", "uniform_groups"}
     assert stopped["signals"]["entropy"]["threshold"] == pytest.approx(0.5)
     assert [m["step"] for m in _lines(run / "metrics.jsonl")] == [1, 2, 3, 4]
-    # the final evaluation and checkpoint of a run that ends at step 4
-    assert [e["step"] for e in _lines(run / "evals.jsonl")] == [0, 4]
+    # the final evaluation and checkpoint of a run that ends at step 4 (its step-4
+    # evaluation is the final one: not run twice)
+    assert [e["step"] for e in _lines(run / "evals.jsonl")] == [0, 2, 4]
+    assert summary["eval"]["after"]["accuracy"] == _lines(run / "evals.jsonl")[2][
+        "greedy/accuracy"]
     assert (run / "checkpoints" / "step-000004" / "state.json").is_file()
     assert "collapse watch: stopped at step 4: entropy and uniform_groups" in \
         capsys.readouterr().out
+
+
+def test_the_kl_cov_remedy_trains_end_to_end(tmp_path, monkeypatch):
+    import os
+    from pathlib import Path
+
+    from train_helpers import plugin_reward
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent),
+                                                      os.environ.get("PYTHONPATH", "")]))
+    cfg = tiny_config("steps=2", "sft.steps=0", "checkpoint_every=0", "algorithm.epochs=2",
+                      "algorithm.policy_loss={name: kl_cov, ratio: 0.1, beta: 1.0}",
+                      *plugin_reward("train_helpers:LengthVerifier"))
+    train(cfg, tmp_path / "r")
+    for line in _lines(tmp_path / "r" / "metrics.jsonl"):
+        # every row trains (a zero-advantage row's tokens may be penalised), and about
+        # a tenth of the valid tokens carry the penalty (at least one per batch)
+        assert line["rows_trained"] == 4 * 2
+        assert 0 < line["kl_cov_frac"] <= 0.5 and line["ratio_min"] > 0
+        assert "clip_frac" not in line
