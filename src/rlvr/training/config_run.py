@@ -1,6 +1,6 @@
 """The trainer config's run-side sections: held-out evaluations (`eval`), the collapse
-watch (`watch`), experiment trackers (`logging`) and several processes (`distributed`). Part of TrainConfig
-(rlvr.training.config), split out to keep that file readable."""
+watch (`watch`), experiment trackers (`logging`) and several processes (`distributed`).
+Part of TrainConfig (rlvr.training.config), split out to keep that file readable."""
 
 from __future__ import annotations
 
