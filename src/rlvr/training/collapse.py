@@ -132,7 +132,7 @@ def describe(step: int, name: str, n: Mapping[str, Any]) -> str:
     if name == "uniform_groups":
         return (head + f"{n['share']:.0%} of groups had equal rewards over steps "
                 f"{n['window'][0]}-{n['window'][1]} (threshold {n['threshold']:.0%}): "
-                "little learning signal left")
+                "little learning signal")
     return (head + f"held-out accuracy {n['accuracy']:.3f} is {n['drop']:.3f} below its best "
             f"{n['best']:.3f} (step {n['best_step']})")
 
