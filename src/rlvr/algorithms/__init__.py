@@ -24,30 +24,34 @@ from rlvr.algorithms.loss_terms import EntropyBonus, KLPenalty, LossTerm, TermIn
 from rlvr.algorithms.objective import LossInputs, LossOutputs, Objective
 from rlvr.algorithms.overlong import mask_truncated, soft_overlong_penalty
 from rlvr.algorithms.preference import bradley_terry_loss, pairwise_accuracy
-from rlvr.algorithms.policy_loss import (GSPO, POLICY_LOSSES, PolicyLoss, PolicyLossOutput,
-                                         PPOClip, clipped_surrogate, sequence_log_ratio)
+from rlvr.algorithms.cov_loss import KLCov, centred_covariance, top_covariance
+from rlvr.algorithms.policy_loss import (GSPO, PolicyLoss, PolicyLossOutput, PPOClip,
+                                         clipped_surrogate, sequence_log_ratio)
 from rlvr.algorithms.rollout_correction import (ROLLOUT_CORRECTIONS, CorrectionOutput,
                                                 MaskedIS, NoCorrection, RolloutCorrection,
                                                 SequenceMaskedIS, SequenceTruncatedIS,
                                                 TruncatedIS, mismatch_stats)
 from rlvr.algorithms.row_logits import RowLogits, token_logprobs_and_entropy
-from rlvr.algorithms.registry import (advantage_estimator, kl_estimator, loss_aggregation,
-                                      policy_loss, rollout_correction)
+from rlvr.algorithms.registry import (POLICY_LOSSES, advantage_estimator, kl_estimator,
+                                      loss_aggregation, policy_loss, rollout_correction)
 
 __all__ = [
     "ADVANTAGES", "AGGREGATIONS", "KL_ESTIMATORS", "POLICY_LOSSES", "ROLLOUT_CORRECTIONS",
     "AdvantageEstimator", "ConstantNormalizer", "CorrectionOutput", "DrGRPO", "EntropyBonus",
-    "GRPO", "GSPO", "GroupAccumulator", "KLPenalty", "LossAggregation", "LossInputs", "LossOutputs", "LossTerm",
+    "GRPO", "GSPO", "GroupAccumulator", "KLCov", "KLPenalty", "LossAggregation",
+    "LossInputs", "LossOutputs", "LossTerm",
     "MaskedIS", "NoCorrection", "Objective", "PPOClip", "PolicyLoss", "PolicyLossOutput", "RLOO",
     "ReinforcePP", "ReinforcePPBaseline", "RolloutCorrection", "RowLogits",
     "SequenceMaskedIS", "SequenceMean", "SequenceTruncatedIS", "TermInputs", "TokenMean",
     "TruncatedIS",
-    "advantage_estimator", "bradley_terry_loss", "clipped_surrogate", "kl_estimator",
+    "advantage_estimator", "bradley_terry_loss", "centred_covariance", "clipped_surrogate",
+    "kl_estimator",
     "kl_k1", "kl_k2", "kl_k3",
     "kl_reward_per_sequence", "kl_reward_to_go", "loss_aggregation", "mask_truncated",
     "masked_mean", "masked_whiten", "mismatch_stats", "nonconstant_groups", "pairwise_accuracy",
     "policy_loss",
     "rollout_correction", "sequence_log_ratio",
-    "soft_overlong_penalty", "token_entropy", "token_logprobs", "token_logprobs_and_entropy",
+    "soft_overlong_penalty", "token_entropy", "top_covariance", "token_logprobs",
+    "token_logprobs_and_entropy",
     "weighted_sum",
 ]

@@ -3,6 +3,7 @@ holds no string switches.
 
     advantage_estimator("grpo", eps=1e-6)          -> GRPO(eps=1e-6)
     policy_loss("ppo_clip", eps_high=0.28)         -> PPOClip(eps_low=0.2, eps_high=0.28)
+    policy_loss("kl_cov", ratio=2e-4)              -> KLCov(ratio=2e-4, beta=1.0)
     loss_aggregation("constant", max_length=512)   -> ConstantNormalizer(max_length=512)
     loss_aggregation("token_mean", max_length=512) -> TokenMean() (max_length ignored)
     kl_estimator("k3")                             -> kl_k3
@@ -23,8 +24,14 @@ from torch import Tensor
 from rlvr.algorithms.advantages import ADVANTAGES, AdvantageEstimator
 from rlvr.algorithms.aggregation import AGGREGATIONS, LossAggregation
 from rlvr.algorithms.kl import KL_ESTIMATORS
-from rlvr.algorithms.policy_loss import POLICY_LOSSES, PolicyLoss
+from rlvr.algorithms.cov_loss import COV_LOSSES
+from rlvr.algorithms.policy_loss import POLICY_LOSSES as CLIPPED_LOSSES
+from rlvr.algorithms.policy_loss import PolicyLoss
 from rlvr.algorithms.rollout_correction import ROLLOUT_CORRECTIONS, RolloutCorrection
+
+
+# every policy loss by name: the clipped surrogates and KL-Cov (cov_loss.py)
+POLICY_LOSSES: dict[str, type] = {**CLIPPED_LOSSES, **COV_LOSSES}
 
 
 def _lookup(table: Mapping[str, Any], name: str, kind: str) -> Any:

@@ -5,7 +5,8 @@
   rlvr eval --samples samples.jsonl --dataset humaneval --k 1,10     grade given completions
 
 MODEL_OR_RUN: a model directory (config.json), a .gguf file, a LoRA adapter directory
-(merged into its base), or a run directory (its latest checkpoint). --dataset: gsm8k,
+(merged into its base), or a run directory (its latest checkpoint; with --best the
+checkpoint of its best held-out evaluation, kept by eval.keep_best=true). --dataset: gsm8k,
 math500, aime24, amc23, humaneval, ifeval, or a path to a task file (JSONL/JSON/Parquet
 of {"prompt", "reference", "verifier"} records). Prints a table and writes a JSON file
 with the config, the metrics and every attempt with its verdict. --samples grades
@@ -30,6 +31,9 @@ def add_parser(sub: Any, name: str, help_text: str) -> None:
     p = command_parser(sub, name, help_text, __doc__)
     p.add_argument("model", metavar="MODEL_OR_RUN", nargs="?", help="model dir, .gguf, LoRA "
                    "adapter dir or run dir (not with --samples)")
+    p.add_argument("--best", action="store_true", help="a run directory's best checkpoint "
+                   "(the highest held-out accuracy; the run needs eval.keep_best=true) "
+                   "instead of its latest")
     p.add_argument("--dataset", "-d", required=True, help="benchmark name or task file path")
     p.add_argument("--n", type=int, default=0, help="samples per problem at --temperature for "
                    "pass@k and maj@k (default 0: greedy only)")
@@ -126,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         settings.validate()
         if (args.model is None) == (args.samples is None):
             raise ValueError("give MODEL_OR_RUN or --samples FILE (one of them)")
+        if args.best and args.samples:
+            raise ValueError("--best picks a run's checkpoint: not with --samples")
         _check_engine_args(args)
         from rlvr.verifiers.registry import add_plugins
 
@@ -134,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
                                default_verifier=args.verifier)
         if args.samples:
             return _grade(args, settings, records, _read_samples(args.samples))
-        source = resolve(args.model, args.base_model)
+        source = resolve(args.model, args.base_model, best=args.best)
     except (ValueError, DatasetError, ModelSourceError) as exc:
         print(f"rlvr eval: {exc}", file=sys.stderr)
         return BAD_INPUT

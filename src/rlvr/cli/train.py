@@ -206,6 +206,12 @@ def _train(cfg: Any, run_dir: Path, resume: bool, progress: Any) -> int:
     if before and after:  # "before" was shown live when measured; this is the result
         print(f"held-out accuracy: {before['accuracy']:.3f} -> {after['accuracy']:.3f} "
               "(before -> after RL)")
+    if summary.get("stopped"):  # the collapse watch ended it (a clean stop: exit 0)
+        print(f"collapse watch: {summary['stopped']['message']}")
+    if summary.get("best"):
+        best = summary["best"]
+        print(f"best held-out accuracy {best['accuracy']:.3f} at step {best['step']}: "
+              f"{best['checkpoint']} (rlvr eval {run_dir} --best)")
     print(f"run dir: {run_dir}  ({summary['steps']} steps, {summary['wall_seconds']:.0f} s)")
     return OK
 

@@ -1,7 +1,8 @@
 """Find and load the model `rlvr eval` was pointed at. On top of what
 `rlvr.models.resolve_model` accepts (a model directory, a .gguf file, a packaged-model
-alias), a run directory stands for its latest checkpoint, and a LoRA adapter directory
-is merged into its base. Local paths only: nothing is downloaded.
+alias), a run directory stands for its latest checkpoint (or, asked for, the best one
+that `eval.keep_best` kept: checkpoints/best), and a LoRA adapter directory is merged
+into its base. Local paths only: nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from typing import Any
 from rlvr.errors import UserError
 from rlvr.models import ModelNotFound, resolve_model
 from rlvr.models.lora import is_adapter_dir
+
+
+BEST = "best"  # the run's best checkpoint (rlvr.training.best writes it)
 
 
 class ModelSourceError(UserError, ValueError):
@@ -52,13 +56,27 @@ def latest_checkpoint(run_dir: Path) -> Path:
         named = folder / latest.read_text(encoding="utf-8").strip()
         if named.is_dir():
             return named
-    # ".tmp-*" folders are checkpoints still being written (or abandoned mid-write)
-    candidates = [p for p in folder.iterdir()
-                  if p.is_dir() and not p.name.startswith(".") and _is_loadable(p)]
+    # ".tmp-*" folders are checkpoints still being written (or abandoned mid-write);
+    # "best" is the best held-out step's weights, not the latest (best_checkpoint)
+    candidates = [p for p in folder.iterdir() if p.is_dir() and p.name != BEST
+                  and not p.name.startswith(".") and _is_loadable(p)]
     if not candidates:
         raise ModelSourceError(f"{run_dir}: run directory has no checkpoint under "
                                f"{folder} yet")
     return max(candidates, key=lambda p: (_step_of(p), p.name))
+
+
+def best_checkpoint(run_dir: Path) -> Path:
+    """The weights of a run's best held-out evaluation (checkpoints/best, written by a
+    run with eval.keep_best=true)."""
+    best = run_dir / "checkpoints" / BEST
+    if not (run_dir / "checkpoints").is_dir():
+        raise ModelSourceError(f"{run_dir}: --best needs a run directory (one with "
+                               "checkpoints/)")
+    if not _is_loadable(best):
+        raise ModelSourceError(f"{run_dir}: the run kept no best checkpoint ({best}); "
+                               "train with eval.keep_best=true")
+    return best
 
 
 def _is_loadable(path: Path) -> bool:
@@ -81,10 +99,14 @@ def _adapter_base(adapter_dir: Path, base: str | Path | None) -> Path:
                                f"available locally ({exc}); pass --base-model") from None
 
 
-def resolve(path: str | Path, base: str | Path | None = None) -> ModelSource:
-    """Decide what `path` holds (see the module docstring)."""
+def resolve(path: str | Path, base: str | Path | None = None,
+            best: bool = False) -> ModelSource:
+    """Decide what `path` holds (see the module docstring); `best`: a run directory's
+    best checkpoint instead of its latest."""
     target = Path(path)
-    if target.is_dir() and (target / "checkpoints").is_dir() and not _is_loadable(target):
+    if best:
+        target = best_checkpoint(target)
+    elif target.is_dir() and (target / "checkpoints").is_dir() and not _is_loadable(target):
         target = latest_checkpoint(target)
     if is_adapter_dir(target):
         return ModelSource("lora", target, _adapter_base(target, base))

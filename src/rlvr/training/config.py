@@ -20,7 +20,8 @@ from rlvr.training.config_fields import _doc
 
 # the sections kept in their own modules, importable from here as before
 from rlvr.training.config_reward import RewardConfig, backend_problem, check_plugin_names
-from rlvr.training.config_run import DistributedConfig, EvalConfig, LoggingConfig
+from rlvr.training.config_run import (DistributedConfig, EvalConfig, LoggingConfig,
+                                      WatchConfig)
 
 __all__ = [
     "AlgorithmConfig",
@@ -39,6 +40,7 @@ __all__ = [
     "TrainConfig",
     "UpdateConfig",
     "VLLMConfig",
+    "WatchConfig",
     "backend_problem",
     "check_distributed",
     "check_engine_and_path",
@@ -224,8 +226,10 @@ class AlgorithmConfig:
                               "grpo, eps: 1e-6}")
     policy_loss: Named = _named("ppo_clip", "ppo_clip (token ratio; eps_low 0.2, eps_high "
                                 "0.2 (DAPO clip-higher: 0.28), dual_clip null) | gspo "
-                                "(sequence ratio; eps_low 3e-4, eps_high 4e-4); options "
-                                "e.g. {name: ppo_clip, eps_high: 0.28}")
+                                "(sequence ratio; eps_low 3e-4, eps_high 4e-4) | kl_cov "
+                                "(Cui et al. 2025: unclipped, a KL penalty on the top "
+                                "`ratio` tokens by logp-advantage covariance; ratio 2e-3, "
+                                "beta 1); options e.g. {name: ppo_clip, eps_high: 0.28}")
     aggregation: Named = _named("token_mean", "token_mean | sequence_mean | constant "
                                 "(max_length: sampling.max_new_tokens unless given)")
     kl_beta: float = _doc("KL(policy || reference) coefficient; 0 = no reference model",
@@ -388,6 +392,8 @@ class TrainConfig:
     update: UpdateConfig = _doc("the update's forward", default_factory=UpdateConfig)
     eval: EvalConfig = _doc("held-out evaluations during RL (before/after always run "
                             "when there is held-out data)", default_factory=EvalConfig)
+    watch: WatchConfig = _doc("the collapse watch: entropy, uniform groups, held-out drop",
+                              default_factory=WatchConfig)
     distributed: DistributedConfig = _doc("several processes under torchrun (FSDP2)",
                                           default_factory=DistributedConfig)
     logging: LoggingConfig = _doc("experiment trackers (TensorBoard, W&B, MLflow, trackio)",

@@ -1,6 +1,6 @@
-"""The trainer config's run-side sections: held-out evaluations (`eval`), experiment
-trackers (`logging`) and several processes (`distributed`). Part of TrainConfig
-(rlvr.training.config), split out to keep that file readable."""
+"""The trainer config's run-side sections: held-out evaluations (`eval`), the collapse
+watch (`watch`), experiment trackers (`logging`) and several processes (`distributed`).
+Part of TrainConfig (rlvr.training.config), split out to keep that file readable."""
 
 from __future__ import annotations
 
@@ -31,6 +31,11 @@ class EvalConfig:
                          "reward's (\"\" = reward.verifier): a strict checker watching a "
                          "run trained on a lenient or learned reward", default="")
     options: dict[str, Any] = _doc("options for eval.verifier", default_factory=dict)
+    keep_best: bool = _doc("keep the weights of the evaluation with the highest held-out "
+                           "(greedy) accuracy in checkpoints/best beside the latest "
+                           "checkpoint; summary.json names its step and accuracy, `rlvr "
+                           "eval RUN --best` evaluates it, a resume never starts from it",
+                           default=False)
 
     def validate(self) -> None:
         for name in ("every", "every_s", "n", "sample_size"):
@@ -53,6 +58,49 @@ class EvalConfig:
             raise ConfigError(f"every k must be >= 1, got {list(self.ks)}", "ks")
         if self.n and self.temperature <= 0:
             raise ConfigError("sampling n answers needs temperature > 0", "temperature")
+
+
+@dataclass
+class WatchConfig:
+    """The collapse watch (rlvr.training.collapse): three signals read from each step's
+    metrics and the held-out evaluations; a warning when one starts, and optionally the
+    run's end. A threshold of 0 turns its signal off."""
+
+    enabled: bool = _doc("watch the run for collapse: warn (log line, collapse/warning "
+                         "metric, summary.json warnings) when a signal starts", default=True)
+    window: int = _doc("steps averaged for the entropy and uniform-group signals",
+                       default=5)
+    early_steps: int = _doc("the first N trained steps whose mean entropy is the "
+                            "reference for entropy_ratio", default=5)
+    entropy_ratio: float = _doc("entropy signal: the window's mean entropy below this "
+                                "fraction of the early mean (0 = off)", default=0.25)
+    entropy_floor: float = _doc("entropy signal: the window's mean entropy below this many "
+                                "nats per token, whatever the early value (0 = off)",
+                                default=0.0)
+    uniform_share: float = _doc("uniform-group signal: the window's mean share of groups "
+                                "whose rewards are all equal (no learning signal) at or "
+                                "above this (0 = off)", default=0.9)
+    accuracy_drop: float = _doc("held-out signal: the latest held-out accuracy at least "
+                                "this far (absolute) below the best so far (0 = off)",
+                                default=0.1)
+    stop_on_collapse: bool = _doc("end the run (final evaluation, checkpoint, summary.json "
+                                  "`stopped`) when stop_signals signals are on at once",
+                                  default=False)
+    stop_signals: int = _doc("how many of the three signals at once count as a collapse "
+                             "for stop_on_collapse", default=2)
+
+    def validate(self) -> None:
+        for name in ("window", "early_steps"):
+            if getattr(self, name) < 1:
+                raise ConfigError("must be >= 1", name)
+        for name in ("entropy_ratio", "uniform_share", "accuracy_drop"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"must be in [0, 1] (0 = off), got {getattr(self, name)}",
+                                  name)
+        if self.entropy_floor < 0:
+            raise ConfigError("must be >= 0 (0 = off)", "entropy_floor")
+        if not 1 <= self.stop_signals <= 3:
+            raise ConfigError(f"must be 1, 2 or 3, got {self.stop_signals}", "stop_signals")
 
 
 @dataclass

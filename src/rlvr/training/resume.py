@@ -26,6 +26,11 @@ RESUMABLE_FIELDS: dict[str, str] = {
                        "seeds" for name in ("every", "every_s", "n", "ks", "temperature",
                                             "sample_size")},
     "eval_every": "the older name of eval.every",
+    "eval.keep_best": "the best checkpoint is a copy of weights the run already has",
+    **{f"watch.{name}": "the collapse watch reads the run's records; stopping early is "
+                        "like a shorter `steps`"
+       for name in ("enabled", "window", "early_steps", "entropy_ratio", "entropy_floor",
+                    "uniform_share", "accuracy_drop", "stop_on_collapse", "stop_signals")},
     "log_rollouts": "what is written to rollouts.jsonl",
     "log_every": "how often progress is printed",
     "audit_every": "the live reward-hack audit only warns",

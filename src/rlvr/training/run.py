@@ -43,6 +43,7 @@ from rlvr.training.config import TrainConfig, check_distributed
 from rlvr.training.clock import TrainingClock
 from rlvr.training.evaluate import (EvalSchedule, HeldOutLog, eval_grader, eval_plan,
                                     evaluate)
+from rlvr.training.guard import RunGuard, check_guard
 from rlvr.training.loop import Trainer, rl_step
 from rlvr.training.memory import retain_freed_memory
 from rlvr.training.optim import allocate_state, build_optimizer, build_scheduler
@@ -75,6 +76,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     check_reward_backend(cfg.reward)  # reward.backend=ray without Ray, too
     check_trackers(cfg.logging)  # logging.backends=[wandb] without wandb, too
     train_records, held_out = load_data(cfg.data, cfg.seed)
+    check_guard(cfg, held_out)  # eval.keep_best without held-out data, too
     held_out = held_out if dist.is_main else []  # rank 0 evaluates; the others wait
     run = RunDir(run_dir).create() if dist.is_main else ReadOnlyRunDir(run_dir)
     dist.barrier()  # the run directory exists before any other rank reads it
@@ -133,6 +135,10 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
                                            trainer.model)
                 trainer.order.load_state_dict(state["data"])
                 progress.message(f"resuming {run.path} from step {state['step']}")
+            # the collapse watch and the best checkpoint (a resume replays the kept logs)
+            guard = RunGuard(cfg, run, progress, dist, state.get("step") if checkpoint else None)
+            guard.evaluated(0, state.get("eval_before", {}) if checkpoint is None else {},
+                            trainer)
             # After the step-0 checkpoint (which then holds no all-zero moments) and a resume
             # (whose state is loaded): the moments now, below every step's temporaries.
             allocate_state(trainer.optimizer)
@@ -142,7 +148,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             gc.collect()
             gc.freeze()
             try:
-                summary = _rl_steps(trainer, run, state, log_eval, progress, trackers)
+                summary = _rl_steps(trainer, run, state, log_eval, progress, trackers, guard)
             finally:
                 gc.unfreeze()  # train() may be called again in this process (tests, notebooks)
     except BaseException as error:
@@ -309,7 +315,7 @@ def _headline(result: dict[str, Any]) -> str:
 
 
 def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutLog,
-              progress: Progress, trackers: TrackerSet) -> dict[str, Any]:
+              progress: Progress, trackers: TrackerSet, guard: RunGuard) -> dict[str, Any]:
     cfg = t.cfg
     first = int(state.get("step", 0)) + 1
     # `elapsed` counts wall time across interruptions, `train_seconds` the training clock
@@ -330,12 +336,14 @@ def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutL
             metrics, rollouts = rl_step(t, step)
         metrics["time/train_seconds"] = now = clock.seconds()  # the clock at this step's end
         final = step == cfg.steps or (bool(cfg.max_seconds) and now >= cfg.max_seconds)
+        result: dict[str, Any] = {}
         if not final and schedule.due(step, now):
             result = log_eval(step)
             metrics["eval/accuracy"] = result.get("accuracy", float("nan"))
             if result:
                 progress.message(f"held-out accuracy at step {step} "
                                  f"({now:.0f} training s): {_headline(result)}")
+        final = guard.after_step(step, metrics, result, t) or final  # collapse: stop here
         for warning in audit.observe(step, rollouts, metrics):
             progress.message(warning)
         run.append_metrics(metrics)
@@ -352,11 +360,13 @@ def _rl_steps(t: Trainer, run: RunDir, state: dict[str, Any], log_eval: HeldOutL
     progress.close()
     if step < cfg.steps:
         progress.message(f"max_seconds={cfg.max_seconds:g} reached after step {step}")
-    after = log_eval(step)
+    after = result if guard.stopped and result else log_eval(step)  # not twice a step
+    if after is not result:
+        guard.evaluated(step, after, t)
     state.update(elapsed=time.perf_counter() - began, train_seconds=clock.seconds())
     _checkpoint(t, run, step, state)
     return {"eval": {"before": state.get("eval_before", {}), "after": after},
             "steps": step, "planned_steps": cfg.steps,
             "train_seconds": state["train_seconds"], "sft": state.get("sft", {"steps": 0}),
             "final_metrics": last,
-            "checkpoint": str(latest_checkpoint(run.checkpoints))}
+            "checkpoint": str(latest_checkpoint(run.checkpoints)), **guard.summary()}
