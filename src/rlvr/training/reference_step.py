@@ -47,7 +47,7 @@ def grpo_loss(model: Any, prompts: Sequence[Sequence[int]],
               temperature: float = 1.0,
               loss_masks: Sequence[Sequence[int]] | None = None) -> torch.Tensor:
     """The clipped surrogate (PPO, Schulman et al. 2017), averaged over every completion
-    token of the batch (DAPO's token mean).
+    token the model sampled in the batch (DAPO's token mean).
 
     Per token t of row i, with ratio r = pi(t) / pi_old(t) and advantage A_i:
         loss_t = -min(r * A_i, clip(r, 1 - eps_low, 1 + eps_high) * A_i)
