@@ -3,6 +3,12 @@
 Layout: prompts left-padded to P columns, completions right-padded to T columns, so
 column P + t holds completion token t of every row and the logits that predict it sit
 at column P + t - 1. Per-token tensors of the loss are then plain [B, T].
+
+An episode's completion (rlvr.episodes) interleaves the model's tokens with the
+environment's (`Completion.loss_mask`). Environment tokens are context: the attention
+covers them (`attention_mask`, `span`), the loss does not (`mask`), so they are out of
+the loss, the KL and entropy statistics and the response lengths. `mask` may then have
+holes; anything that needs a row's length or attention span reads `span`.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ class PackedBatch:
     attention_mask: torch.Tensor  # [B, P+T] 1 = real token
     position_ids: torch.Tensor    # [B, P+T]
     completion_ids: torch.Tensor  # [B, T]
-    mask: torch.Tensor            # [B, T] 1 = completion token
+    mask: torch.Tensor            # [B, T] 1 = completion token the model sampled
     old_logprobs: torch.Tensor    # [B, T] sampler log-probs (0 on padding)
     truncated: torch.Tensor       # [B] bool
     # Per row, the sampler's kept activations, when every row has them; the replay
@@ -34,6 +40,17 @@ class PackedBatch:
     @property
     def width(self) -> int:
         return self.completion_ids.shape[1]
+
+    @property
+    def span(self) -> torch.Tensor:
+        """[B, T] 1 = a real completion token, the model's or the environment's: the
+        completion's part of the attention (`mask` marks the model's tokens only)."""
+        return self.attention_mask[:, -self.width:]
+
+    @property
+    def has_environment_tokens(self) -> bool:
+        """Some row holds tokens the environment wrote (an episode's, mid-completion)."""
+        return bool((self.mask != self.span).any())
 
     def rows(self, index: torch.Tensor | slice) -> "PackedBatch":
         activations = None
@@ -53,6 +70,7 @@ def pack(completions: Sequence[Completion], pad_id: int, device: torch.device) -
     ids = torch.full((batch, prompt_width + width), pad_id, dtype=torch.long)
     attention = torch.zeros((batch, prompt_width + width), dtype=torch.long)
     old = torch.zeros((batch, width), dtype=torch.float32)
+    sampled = torch.zeros((batch, width), dtype=torch.long)  # [B, T] 1 = the model's token
     for i, c in enumerate(completions):
         start = prompt_width - len(c.prompt_ids)
         ids[i, start:prompt_width] = torch.tensor(c.prompt_ids, dtype=torch.long)
@@ -61,13 +79,24 @@ def pack(completions: Sequence[Completion], pad_id: int, device: torch.device) -
         attention[i, start:prompt_width + len(c.token_ids)] = 1
         if c.logprobs:
             old[i, :len(c.logprobs)] = torch.tensor(c.logprobs, dtype=torch.float32)
+        sampled[i, :len(c.token_ids)] = 1 if c.loss_mask is None else torch.tensor(
+            _loss_mask(c), dtype=torch.long)
     positions = (attention.cumsum(-1) - 1).clamp(min=0)  # [B, P+T]
     truncated = torch.tensor([c.truncated for c in completions], dtype=torch.bool)
     kept = tuple(c.activations for c in completions)
     return PackedBatch(ids.to(device), attention.to(device), positions.to(device),
-                       ids[:, prompt_width:].to(device), attention[:, prompt_width:].to(device),
+                       ids[:, prompt_width:].to(device), sampled.to(device),
                        old.to(device), truncated.to(device),
                        None if any(k is None for k in kept) else kept)
+
+
+def _loss_mask(c: Completion) -> list[int]:
+    """An episode's loss mask, checked: one 0/1 per token id."""
+    mask = list(c.loss_mask or ())
+    if len(mask) != len(c.token_ids) or not set(mask) <= {0, 1}:
+        raise ValueError(f"Completion.loss_mask must be one 0/1 per token id: {len(mask)} "
+                         f"values for {len(c.token_ids)} tokens, values {sorted(set(mask))}")
+    return mask
 
 
 def choose_update_path(cfg: TrainConfig, model: Any, engine: RolloutEngine, tokenizer: Any,

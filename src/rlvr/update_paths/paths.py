@@ -15,6 +15,12 @@ left-padded to P columns, completions right-padded to T). They differ in the wor
             (rlvr.accel.update.replay): no forward GEMM at all. Exact only until the
             weights move, so later minibatches/epochs and forwards of another model (the
             KL reference) take its fallback, the path `auto` would choose without replay.
+            Never for episodes with environment tokens mid-completion: the sampler kept no
+            activations for those tokens, so it refuses such a batch (ValueError).
+
+A row's completion may hold environment tokens (an episode's): they are context, in the
+attention (`span`) but not in the loss (`mask`). Every path but replay runs them as
+ordinary tokens of the row; rows' lengths and attention come from `span`, never `mask`.
 
 `resolve_update_path` turns the configured name into one of these once, from the model
 and the run's shapes; `auto` is the old per-batch choice made once: replay where it can
@@ -50,11 +56,17 @@ class Rows(Protocol):
     attention_mask: torch.Tensor  # [B, P+T]
     position_ids: torch.Tensor    # [B, P+T]
     completion_ids: torch.Tensor  # [B, T]
-    mask: torch.Tensor            # [B, T]
+    mask: torch.Tensor            # [B, T] the model's tokens (the loss's; may have holes)
     activations: Sequence[Any] | None  # [B] rlvr.rollout.base.KeptActivations
 
     @property
     def width(self) -> int: ...
+
+    @property
+    def span(self) -> torch.Tensor: ...  # [B, T] every real completion token (attention)
+
+    @property
+    def has_environment_tokens(self) -> bool: ...
 
 
 class UpdatePath:
@@ -97,7 +109,7 @@ class SharedPrefixPath(UpdatePath):
 
     def _run(self, model: Any, batch: Rows) -> tuple[str, RowLogits]:
         shared = shared_prompt_logits(model, batch.input_ids, batch.attention_mask,
-                                      batch.completion_ids, batch.mask, path=self.name)
+                                      batch.completion_ids, batch.span, path=self.name)
         if shared is None:  # an empty prompt: no position predicts token 0 of its rows
             return super()._run(model, batch)
         return self.name, shared
@@ -114,8 +126,12 @@ class ReplayPath(UpdatePath):
         self.fallback = fallback
 
     def _run(self, model: Any, batch: Rows) -> tuple[str, RowLogits]:
+        if batch.has_environment_tokens:  # resolving the path for episodes rules replay out
+            raise ValueError("the replay update path cannot run on episodes with environment "
+                             "tokens: the sampler kept no activations for them (resolve "
+                             "the path with RunShape.no_activations set)")
         replayed = replay_logits(model, batch.input_ids, batch.attention_mask,
-                                 batch.completion_ids, batch.mask, batch.activations)
+                                 batch.completion_ids, batch.span, batch.activations)
         if replayed is None:  # weights moved since sampling, another model, nothing kept
             return self.fallback._run(model, batch)
         return "replay", replayed

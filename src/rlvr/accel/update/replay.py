@@ -66,7 +66,9 @@ def replay_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Ten
                   activations: Sequence[KeptActivations] | None) -> RowLogits | None:
     """Logits [B, T, V] predicting completion_ids [B, T] (the batch layout of
     rlvr.training.batch; as RowLogits over the kept rows) from kept activations, or None
-    when replaying is not exact."""
+    when replaying is not exact. completion_mask [B, T]: the real completion tokens,
+    every one sampled (the decode kept nothing for an episode's environment tokens:
+    rlvr.update_paths' ReplayPath refuses such batches before calling this)."""
     capture = _usable_capture(model, activations)
     if capture is None:
         return None

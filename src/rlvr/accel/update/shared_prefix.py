@@ -104,7 +104,9 @@ def shared_prompt_logits(model: Any, input_ids: torch.Tensor, attention_mask: to
     """Logits [B, T, V] predicting completion_ids [B, T] (as RowLogits: each distinct
     position's row once), from input_ids [B, P+T] laid out
     as rlvr.training.batch packs them (prompt left-padded to P columns, completions
-    right-padded). Real (mask = 1) positions equal the plain full-batch forward. None
+    right-padded). completion_mask [B, T]: every real completion token, environment
+    tokens of an episode included (PackedBatch.span: they are attended to, not a loss
+    mask with holes). Real (mask = 1) positions equal the plain full-batch forward. None
     when no two rows share a prompt or when the plain forward is estimated cheapest.
     path: "tree", "packed", "two_pass" or "plain" forces one (tests, benchmarks)."""
     groups = group_rows(input_ids, attention_mask, completion_mask)
@@ -128,7 +130,9 @@ def shared_prompt_logits(model: Any, input_ids: torch.Tensor, attention_mask: to
 
 def group_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor,
                completion_mask: torch.Tensor) -> list[Group]:
-    """Rows grouped by their real prompt tokens, groups in order of first appearance."""
+    """Rows grouped by their real prompt tokens, groups in order of first appearance;
+    a row's length is its last real completion token's index + 1 (completion_mask: the
+    attention span, PackedBatch.span)."""
     width = completion_mask.shape[1]
     prompt_width = input_ids.shape[1] - width
     last = torch.arange(1, width + 1, device=completion_mask.device) * (completion_mask != 0)
@@ -302,7 +306,8 @@ def two_pass_logits(model: Any, groups: Sequence[Group], completion_ids: torch.T
                     completion_mask: torch.Tensor) -> RowLogits:
     """Per group: the prompt (batch 1, with grad) fills a KV cache that is repeated n
     times and the n completions run on top of it (the cache copies carry the
-    gradient back to the one prompt pass)."""
+    gradient back to the one prompt pass). completion_mask [B, T] is their attention:
+    every real token, an episode's environment tokens included."""
     pieces, order = [], []
     for group in groups:
         pieces.append(_group_logits(model, group.prompt, completion_ids[group.rows],
