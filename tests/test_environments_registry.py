@@ -97,3 +97,16 @@ def test_smollm2s_template_has_no_tool_role_so_results_go_as_prefixed_user_turns
                 tool_message("python", "4", "user")]
     text = tokenizer.apply_chat_template(messages, tokenize=False)
     assert text.endswith("<|im_start|>user\n[python tool result]\n4<|im_end|>\n")
+
+
+def test_a_sandbox_that_cannot_start_is_a_config_error(monkeypatch):
+    from rlvr.verifiers.code import sandbox
+
+    def refuse():
+        raise sandbox.SandboxUnavailable("bubblewrap cannot start a sandbox here")
+
+    monkeypatch.setattr(sandbox, "probe", refuse)
+    with pytest.raises(UserError, match="episodes.options.sandbox: bubblewrap cannot start"):
+        registry.check_environment("python_tool", {})
+    registry.check_environment("python_tool", {"sandbox": "none-unsafe"})  # not asked
+    registry.check_environment("guess_number", {})  # runs no code

@@ -66,10 +66,23 @@ def check_environment(name: str, options: dict[str, Any] | None) -> None:
     """UserError naming the field when `name` or `options` cannot make an environment."""
     spec = get_spec(name)
     if spec.options is not None:
-        parse_options(spec.options, options, name)
+        parsed = parse_options(spec.options, options, name)
+        if getattr(parsed, "sandbox", None) == "bwrap":
+            _check_sandbox()
     elif options:
         raise UserError(f"episodes.options: environment {name!r} takes no options, got "
                         f"{', '.join(map(str, options))}")
+
+
+def _check_sandbox() -> None:
+    """An environment that runs code needs the code sandbox: say so at config time
+    rather than end every episode with an environment error."""
+    from rlvr.verifiers.code.sandbox import SandboxUnavailable, probe
+
+    try:
+        probe()  # cached after the first call
+    except SandboxUnavailable as exc:
+        raise UserError(f"episodes.options.sandbox: {exc}") from None
 
 
 def resolve_options(name: str, options: dict[str, Any] | None,
