@@ -107,7 +107,14 @@ class RolloutEngine(Protocol):
     def generate(self, prompts: Sequence[str], n: int,
                  params: SamplingParams) -> list[list[Completion]]:
         """For each prompt (already rendered text), `n` completions: result[i][j] is the
-        j-th sample of prompt i."""
+        j-th sample of prompt i. The text tokenized without added special tokens, then
+        `generate_ids`."""
+        ...
+
+    def generate_ids(self, prompt_ids: Sequence[list[int]], n: int,
+                     params: SamplingParams) -> list[list[Completion]]:
+        """As `generate`, from token ids as they are (never re-tokenized): an episode's
+        later turns continue the exact tokens the model sampled (rlvr.episodes)."""
         ...
 
     def sync_weights(self, model: Any) -> None:
