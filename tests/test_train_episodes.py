@@ -18,6 +18,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from rlvr.config import ConfigError
 from rlvr.episodes.base import EpisodeLimits, Reply
 from rlvr.rollout.base import SamplingParams
 from rlvr.training import environment_choice, loop
@@ -25,6 +26,28 @@ from rlvr.training.run import train
 from train_helpers import plugin_reward, tiny_config
 
 AGAIN = "\n\nUser: again\n\nAssistant:"  # the plain-text protocol's delta for "again"
+
+
+@pytest.mark.parametrize("override,field,words", [
+    ("episodes.environment=nope", "episodes.environment", "unknown environment 'nope'"),
+    ("episodes.options={a: 1}", "episodes.options", "single_turn takes no options"),
+    ("episodes.max_turns=0", "episodes.max_turns", "must be >= 1"),
+    ("episodes.max_tokens=-1", "episodes.max_tokens", "must be >= 0"),
+    ("episodes.step_timeout_s=0", "episodes.step_timeout_s", "must be > 0"),
+])
+def test_bad_episode_settings_fail_when_the_config_loads(override, field, words):
+    with pytest.raises(ConfigError) as caught:
+        tiny_config(override)
+    assert caught.value.field == field and words in str(caught.value)
+
+
+def test_the_section_defaults_and_limits():
+    cfg = tiny_config()
+    assert (cfg.episodes.environment, cfg.episodes.options, cfg.episodes.max_turns) == \
+        ("single_turn", {}, 1)
+    assert cfg.episodes.limits(6) == EpisodeLimits(max_turns=1, max_tokens=6,
+                                                   step_timeout_s=30.0)
+    assert tiny_config("episodes.max_tokens=40").episodes.limits(6).max_tokens == 40
 
 
 def test_single_turn_runs_are_the_pre_episode_code_path(tmp_path, monkeypatch):
