@@ -180,3 +180,19 @@ def test_single_turn_episodes_are_the_engines_own_completions():
                 (c.prompt_ids, c.token_ids, c.text, c.finish_reason)
             assert torch.equal(torch.tensor(got.logprobs), torch.tensor(c.logprobs))
             assert got.loss_mask is None and e.reward is None and e.end_reason == "done"
+
+
+def test_call_all_deadlines_errors_and_inline_calls():
+    import threading
+
+    from rlvr.episodes.calls import call_all
+
+    main = threading.get_ident()
+    began = time.perf_counter()
+    out = call_all([lambda: 1, lambda: time.sleep(3), lambda: 1 / 0, threading.get_ident],
+                   [1.0, 0.2, 1.0, 1.0], [False, False, False, True])
+    assert time.perf_counter() - began < 1.5
+    assert (out[0].value, out[0].error, out[0].timed_out) == (1, "", False)
+    assert out[1].timed_out and out[1].seconds == 0.2
+    assert out[2].error == "ZeroDivisionError: division by zero"
+    assert out[3].value == main  # inline: called in this thread

@@ -27,27 +27,36 @@ class Outcome:
     seconds: float = 0.0
 
 
-def call_all(calls: Sequence[Callable[[], Any]], timeouts: Sequence[float]) -> list[Outcome]:
-    """Run every call at once; each gets `timeouts[i]` seconds from the common start."""
+def call_all(calls: Sequence[Callable[[], Any]], timeouts: Sequence[float],
+             inline: Sequence[bool] = ()) -> list[Outcome]:
+    """Run every call at once; each gets `timeouts[i]` seconds from the common start.
+    Calls marked `inline` (an environment that cannot block: `runs_inline = True`, such
+    as single_turn) run here, one after another, without a thread or a deadline: a
+    thread per trivial call would cost a step of 256 episodes some 0.1 s."""
     own = [Outcome() for _ in calls]  # each thread writes only its own
     done = [threading.Event() for _ in calls]
-
-    def run(call: Callable[[], Any], out: Outcome, finished: threading.Event) -> None:
-        began = time.perf_counter()
-        try:
-            out.value = call()
-        except BaseException as exc:  # noqa: BLE001 - an environment's fault is an outcome
-            out.error = f"{type(exc).__name__}: {exc}"
-        out.seconds = time.perf_counter() - began
-        finished.set()
-
+    here = list(inline) or [False] * len(calls)
     started = time.perf_counter()
     for i, call in enumerate(calls):
-        threading.Thread(target=run, args=(call, own[i], done[i]), daemon=True,
-                         name=f"rlvr-episode-env-{i}").start()
+        if not here[i]:
+            threading.Thread(target=_run, args=(call, own[i], done[i]), daemon=True,
+                             name=f"rlvr-episode-env-{i}").start()
+    for i, call in enumerate(calls):
+        if here[i]:
+            _run(call, own[i], done[i])
     outcomes = []
     for i, timeout in enumerate(timeouts):
         left = max(0.0, started + timeout - time.perf_counter())
-        finished = done[i].wait(left)
+        finished = here[i] or done[i].wait(left)
         outcomes.append(own[i] if finished else Outcome(timed_out=True, seconds=timeout))
     return outcomes
+
+
+def _run(call: Callable[[], Any], out: Outcome, finished: threading.Event) -> None:
+    began = time.perf_counter()
+    try:
+        out.value = call()
+    except BaseException as exc:  # noqa: BLE001 - an environment's fault is an outcome
+        out.error = f"{type(exc).__name__}: {exc}"
+    out.seconds = time.perf_counter() - began
+    finished.set()

@@ -2,7 +2,8 @@
 
     turn 1:  every group's shared first prompt, one `generate_ids(prompts, n=G)` call
     turn k:  every episode still running, of the whole batch, one `generate_ids(n=1)` call
-    between: every environment's `step` at once, each with its own deadline (calls.py)
+    between: every environment's `step` at once, each with its own deadline (calls.py;
+             one whose calls cannot block, `runs_inline = True`, is called in place)
 
 An episode's tokens are the first prompt's ids, then the model's sampled ids and the
 environment's observation ids interleaved exactly as the model saw them (render.py
@@ -140,7 +141,7 @@ def _reset(groups: list[list[_Run]], turns: TurnRenderer) -> None:
     """Every environment's first messages (at once); each group's shared first prompt."""
     runs = [run for group in groups for run in group if run.live]
     outcomes = call_all([lambda run=run: run.env.reset(run.record) for run in runs],
-                        [run.limits.step_timeout_s for run in runs])
+                        [run.limits.step_timeout_s for run in runs], _inline(runs))
     for run, outcome in zip(runs, outcomes):
         run.counts["env_seconds"] += outcome.seconds
         if _faulted(run, outcome):
@@ -247,7 +248,7 @@ def _respond(runs: list[_Run], turns: TurnRenderer) -> None:
     """Every environment's reply to its model's turn (at once), then each episode's
     next observation or its end."""
     outcomes = call_all([lambda run=run: run.env.step(run.samples[-1].text) for run in runs],
-                        [run.limits.step_timeout_s for run in runs])
+                        [run.limits.step_timeout_s for run in runs], _inline(runs))
     for run, outcome in zip(runs, outcomes):
         run.counts["env_seconds"] += outcome.seconds
         if _faulted(run, outcome):
@@ -286,6 +287,12 @@ def _advance(run: _Run, reply: Reply, turns: TurnRenderer) -> None:
     run.messages += [dict(m) for m in reply.observation]
 
 
+def _inline(runs: list[_Run]) -> list[bool]:
+    """Environments that declare their calls cannot block (`runs_inline = True`) are
+    called in this thread, without a deadline (calls.py)."""
+    return [getattr(run.env, "runs_inline", False) is True for run in runs]
+
+
 def _faulted(run: _Run, outcome: Outcome) -> bool:
     if outcome.timed_out:
         run.finish("env_timeout")
@@ -321,7 +328,7 @@ def reply_problem(reply: Any) -> str:
 def _close(runs: list[_Run]) -> None:
     opened = [run for run in runs if run.env is not None]
     outcomes = call_all([lambda run=run: run.env.close() for run in opened],
-                        [run.limits.step_timeout_s for run in opened])
+                        [run.limits.step_timeout_s for run in opened], _inline(opened))
     for run, outcome in zip(opened, outcomes):
         run.counts["env_seconds"] += outcome.seconds
         if outcome.error or outcome.timed_out:

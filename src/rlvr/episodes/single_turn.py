@@ -19,6 +19,7 @@ class SingleTurn:
     """One turn, graded by the verifier (`Reply(done=True, reward=None)`)."""
 
     tools: tuple[ToolSpec, ...] = ()
+    runs_inline = True  # its calls cannot block: the runner calls them without a thread
 
     def __init__(self, limits: EpisodeLimits) -> None:
         self.limits = limits

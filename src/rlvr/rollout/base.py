@@ -79,7 +79,8 @@ class Completion:
     logprobs:      one per token id: log-softmax of (logits / temperature) under the
                    sampling policy, before top-k/top-p filtering (the distribution the
                    trainer recomputes). Empty list for greedy decoding.
-    text:          decoded completion (special tokens dropped, cut at a stop string).
+    text:          decoded completion (special tokens dropped, cut at a stop string);
+                   for an episode, the model's last turn (what a verifier grades).
     finish_reason: "eos" | "stop" | "length".
     loss_mask:     None for a one-turn completion (every token sampled); for an episode
                    (rlvr.episodes), one 0/1 per token id: 1 = the model sampled it, 0 = the
