@@ -416,8 +416,9 @@ def step_metrics(t: Trainer, step: int, groups: Groups, batch: PackedBatch, mask
         **update,
     }
     metrics.update({f"dynamic/{k}": v for k, v in groups.stats.items()})
-    scores = [[v.score for v in g] for g in groups.verdicts]  # > 0 exactly when rewarded
-    metrics.update(episode_metrics(groups.episodes, scores, t.cfg.episodes.max_turns))
+    if groups.episodes:
+        scores = [[v.score for v in g] for g in groups.verdicts]  # > 0 exactly when rewarded
+        metrics.update(episode_metrics(groups.episodes, scores, t.cfg.episodes.max_turns))
     return metrics
 
 
