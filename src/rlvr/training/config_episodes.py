@@ -9,6 +9,7 @@ from typing import Any
 
 from rlvr.config import ConfigError
 from rlvr.episodes.base import EpisodeLimits
+from rlvr.errors import UserError
 from rlvr.training.config_fields import _doc
 
 
@@ -42,11 +43,20 @@ class EpisodesConfig:
             raise ConfigError("must be a mapping of option names to values", "options")
         try:
             check_environment(self.environment, self.options)
-        except ValueError as exc:
-            field = "environment" if "unknown environment" in str(exc) else "options"
-            raise ConfigError(str(exc), field) from None
+        except (ValueError, KeyError, UserError) as exc:
+            raise ConfigError(*_message_and_field(str(exc))) from None
 
     def limits(self, max_new_tokens: int) -> EpisodeLimits:
         return EpisodeLimits(max_turns=self.max_turns,
                              max_tokens=self.max_tokens or max_new_tokens,
                              step_timeout_s=self.step_timeout_s)
+
+
+def _message_and_field(text: str) -> tuple[str, str]:
+    """An environment check's error as (message, field of this section): a message that
+    names its field ("episodes.options.sandbox: ...") keeps it; else the name or the
+    options are at fault."""
+    head, _, rest = text.partition(": ")
+    if head.startswith("episodes.") and rest:
+        return rest, head.removeprefix("episodes.")
+    return text, "environment" if "unknown environment" in text else "options"
