@@ -10,7 +10,8 @@ from rlvr.training.episode_metrics import END_KINDS, episode_metrics, episode_re
 
 
 def ep(turns, end, calls=0, errors=0, seconds=0.0, env_tokens=0, reward=None):
-    return SimpleNamespace(turns=turns, end_reason=end, reward=reward, messages=[{"role": "user", "content": "q"}],
+    return SimpleNamespace(turns=turns, end_reason=end, reward=reward,
+                           messages=[{"role": "user", "content": "q"}],
                            info={"tool_calls": calls, "tool_errors": errors,
                                  "env_seconds": seconds, "turn_rewards": [None] * turns},
                            model_tokens=5, env_tokens=env_tokens)
@@ -36,8 +37,7 @@ def test_metrics_by_hand():
 def test_the_rollout_block_carries_the_transcript_only_with_environment_turns():
     single = episode_record(ep(1, "done"))
     assert single == {"turns": 1, "end_reason": "done", "model_tokens": 5, "env_tokens": 0,
-                      "reward_source": "verifier", "tool_calls": 0, "tool_errors": 0,
-                      "env_seconds": 0.0}
+                      "reward_source": "verifier", "tool_calls": 0, "tool_errors": 0}
     several = ep(2, "done", env_tokens=4, reward=1.0)
     several.messages.append({"role": "tool", "content": "out", "extra": object()})
     block = episode_record(several)

@@ -58,8 +58,7 @@ def episode_record(episode: Any) -> dict[str, Any]:
         "reward_source": "verifier" if episode.reward is None else "environment",
         "tool_calls": episode.info.get("tool_calls", 0),
         "tool_errors": episode.info.get("tool_errors", 0),
-        "env_seconds": round(float(episode.info.get("env_seconds", 0.0)), 6),
-    }
+    }  # no timings: a run's rollout lines are the same every time it is run
     if episode.turns > 1 or episode.env_tokens:
         record["messages"] = _plain(episode.messages)
         record["turn_rewards"] = episode.info.get("turn_rewards", [])
