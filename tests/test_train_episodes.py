@@ -196,3 +196,36 @@ def test_episode_metrics_and_transcripts_by_hand(two_turn_run):
             assert e["env_tokens"] == len(AGAIN) - 2  # each "\n\n" is one <unk> here
             assert e["model_tokens"] + e["env_tokens"] == x["length"]
             assert e["turn_rewards"] == [None, pytest.approx(x["reward"])]
+
+
+def test_grade_episodes_sends_only_the_ungraded_final_texts_to_the_pool():
+    from types import SimpleNamespace
+
+    from rlvr.data.records import TaskRecord
+    from rlvr.training.rewards import grade_episodes
+    from rlvr.verifiers.base import Verdict
+
+    class Pool:
+        def __init__(self):
+            self.cases = []
+
+        def verify(self, cases):
+            self.cases += cases
+            return [Verdict(float(c.completion == c.reference), c.completion == c.reference)
+                    for c in cases]
+
+    def e(reward, final="", end="done", info=None):
+        return SimpleNamespace(reward=reward, final_text=final, end_reason=end,
+                               info={"env_info": [info or {}]})
+
+    records = [TaskRecord("2+2=", "4", "exact", "a"), TaskRecord("1+1=", "2", "exact", "b")]
+    episodes = [[e(None, "4"), e(0.25, info={"passed": False}), e(1.5)],
+                [e(None, "x"), e(0.0, end="env_timeout"), e(-0.5, "2")]]
+    pool = Pool()
+    verdicts, rewards = grade_episodes(pool, records, episodes)
+    assert [(c.completion, c.reference, c.prompt) for c in pool.cases] == \
+        [("4", "4", "2+2="), ("x", "2", "1+1=")]
+    assert [[(v.score, v.passed, v.reason) for v in g] for g in verdicts] == [
+        [(1.0, True, ""), (0.25, False, "environment"), (1.0, True, "environment")],
+        [(0.0, False, ""), (0.0, False, "env_timeout"), (0.0, False, "environment")]]
+    assert rewards.tolist() == [[1.0, 0.25, 1.5], [0.0, 0.0, -0.5]]  # the env's, unclipped
