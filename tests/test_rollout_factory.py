@@ -27,8 +27,8 @@ class OffNumericsEngine(HFRolloutEngine):
     def capabilities(self) -> EngineCapabilities:
         return self.CAPABILITIES
 
-    def generate(self, prompts, n, params):
-        groups = super().generate(prompts, n, params)
+    def generate_ids(self, prompt_ids, n, params):  # `generate` comes here too
+        groups = super().generate_ids(prompt_ids, n, params)
         for group in groups:
             for c in group:
                 c.logprobs = [x - 0.5 for x in c.logprobs]  # a sampler that disagrees

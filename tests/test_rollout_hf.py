@@ -84,6 +84,34 @@ def test_greedy_is_deterministic_and_seeded_sampling_repeats(engine):
     assert first != [c.token_ids for g in engine.generate(PROMPTS, 4, other) for c in g]
 
 
+def test_generate_is_tokenize_then_generate_ids(engine):
+    params = SamplingParams(max_new_tokens=8, temperature=1.0, seed=21)
+    by_text = engine.generate(PROMPTS, 3, params)
+    ids = [engine.tokenizer(p, add_special_tokens=False)["input_ids"] for p in PROMPTS]
+    by_ids = engine.generate_ids(ids, 3, params)
+    assert [[(c.prompt_ids, c.token_ids, c.logprobs, c.text) for c in g] for g in by_text] == \
+        [[(c.prompt_ids, c.token_ids, c.logprobs, c.text) for c in g] for g in by_ids]
+
+
+def test_generate_ids_continues_token_ids_no_text_makes(engine):
+    """An episode's context (sampled tokens, EOS, the environment's tokens) goes to the
+    model as it is: greedy continues it as the model's own full forward says."""
+    tok, eos = engine.tokenizer, engine.tokenizer.eos_token_id
+    contexts = [[tok.bos_token_id] + tok("12+34=", add_special_tokens=False)["input_ids"]
+                + [eos] + tok("again:", add_special_tokens=False)["input_ids"],
+                [tok.bos_token_id, eos, eos]]
+    out = engine.generate_ids(contexts, 1, SamplingParams(max_new_tokens=6, temperature=0.0))
+    for ids, group in zip(contexts, out):
+        expected = list(ids)
+        with torch.no_grad():
+            for _ in range(6):
+                expected.append(int(engine.model(input_ids=torch.tensor([expected]))
+                                    .logits[0, -1].argmax()))
+                if expected[-1] == eos:
+                    break
+        assert group[0].prompt_ids == ids and group[0].token_ids == expected[len(ids):]
+
+
 def test_top_k_one_is_greedy(engine):
     greedy = engine.generate(PROMPTS, 1, SamplingParams(max_new_tokens=8, temperature=0.0))
     top1 = engine.generate(PROMPTS, 2, SamplingParams(max_new_tokens=8, temperature=1.0,

@@ -17,7 +17,7 @@ from fault_helpers import (Cli, complete_checkpoints, logged, logged_steps, run_
                            wait_until)
 from train_helpers import TINY_OVERRIDES, plugin_reward
 
-TIMING = ("time/", "tokens_per_s")
+TIMING = ("time/", "tokens_per_s", "episode/env_seconds")
 EVERY = 3  # checkpoint_every
 STEPS = 10
 PACED = [*TINY_OVERRIDES, f"steps={STEPS}", f"checkpoint_every={EVERY}", "keep_checkpoints=0",

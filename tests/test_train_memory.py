@@ -90,7 +90,8 @@ def _with_a_gradient_buffer(logits, *args, **kwargs):
 def _outcome(run_dir: Path) -> tuple[dict, list, list]:
     weights = load_file(next((run_dir / "checkpoints").glob("step-*")) / "model.safetensors")
     metrics = [{k: v for k, v in json.loads(line).items()
-                if not k.startswith("time/") and k != "tokens_per_s"}
+                if not k.startswith("time/")
+                and k not in ("tokens_per_s", "episode/env_seconds")}
                for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     rollouts = (run_dir / "rollouts.jsonl").read_text().splitlines()
     return weights, metrics, rollouts

@@ -16,7 +16,7 @@ from rlvr.training.resume import resume_config
 from rlvr.training.run import train
 from train_helpers import tiny_config
 
-TIMING = ("time/", "tokens_per_s")
+TIMING = ("time/", "tokens_per_s", "episode/env_seconds")
 
 
 def _logged(path):

@@ -41,8 +41,8 @@ class HalvedEngine(HFRolloutEngine):
     def capabilities(self) -> EngineCapabilities:
         return self.CAPABILITIES
 
-    def generate(self, prompts, n, params):
-        groups = super().generate(prompts, n, params)
+    def generate_ids(self, prompt_ids, n, params):  # `generate` comes here too
+        groups = super().generate_ids(prompt_ids, n, params)
         for group in groups:
             for c in group:
                 c.logprobs = [x - LN2 for x in c.logprobs]

@@ -89,7 +89,7 @@ def test_trainer_grades_and_logs_with_the_task_text(pool):
     assert prompt_text(chat) == PROMPT
     completions = [[Completion([], [1], [0.0], ECHO, "stop"),
                     Completion([], [1], [0.0], r"\boxed{450}", "stop")]]
-    verdicts = verify_groups(pool, [chat], completions)
+    verdicts = verify_groups(pool, [chat], [[c.text for c in g] for g in completions])
     assert [v.reason for v in verdicts[0]] == ["echoes_prompt", "correct"]
     groups = Groups([chat], completions, verdicts, torch.tensor([[0.0, 1.0]]), {})
     lines = rollout_lines(3, groups, torch.tensor([[0.0, 1.0]]), torch.tensor([[-1.0, 1.0]]))

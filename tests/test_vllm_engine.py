@@ -191,6 +191,20 @@ def test_greedy_follows_the_argmax_without_logprobs(colocated):
 
 
 @needs_vllm
+def test_generate_ids_continues_token_ids_no_text_makes(colocated):
+    """An episode's context: sampled tokens, EOS, then an environment's tokens. The ids go
+    to vLLM as they are; greedy follows the argmax of the model's own forward."""
+    engine, model, tok = colocated.engine, colocated.model, colocated.tok
+    eos = tok.eos_token_id
+    contexts = [_ids(tok, "12+34=") + [eos] + _ids(tok, "again:"),
+                [tok.bos_token_id] + _ids(tok, "7+5=") + [eos, eos]]
+    out = engine.generate_ids(contexts, 1, SamplingParams(max_new_tokens=10, temperature=0.0))
+    for ids, group in zip(contexts, out):
+        assert group[0].prompt_ids == ids
+        assert group[0].token_ids == greedy_by_hand(model, ids, 10, eos)
+
+
+@needs_vllm
 def test_greedy_with_several_samples_repeats_the_argmax(colocated):
     engine, model, tok = colocated.engine, colocated.model, colocated.tok
     out = engine.generate(PROMPTS, 2, SamplingParams(max_new_tokens=12, temperature=0.0))

@@ -52,30 +52,39 @@ class PromptRenderer:
                                   f"{{prompt}} and {{instruction}} may appear ({exc})") from None
 
     def render(self, record: TaskRecord) -> str:
+        return self.render_messages(record.prompt, record.id)
+
+    def render_messages(self, prompt: str | ChatMessages, record_id: str,
+                        tools: list[dict[str, Any]] | None = None) -> str:
+        """A prompt (text or chat messages) as the model reads it; `tools` (JSON
+        schemas) go to the chat template (rlvr.episodes.render decides when)."""
         if self.style == "chat":
-            return self._chat(record)
-        prompt = record.prompt
+            messages = self.chat_messages(prompt, record_id)
+            extra = {"tools": tools} if tools else {}
+            return self.tokenizer.apply_chat_template(messages, tokenize=False,
+                                                      add_generation_prompt=True, **extra)
         if not isinstance(prompt, str):
-            prompt = _join_messages(prompt, record.id)
+            prompt = _join_messages(prompt, record_id)
         bos = getattr(self.tokenizer, "bos_token", None) or ""
         return self.template.format(bos=bos, prompt=prompt, instruction=self.instruction)
 
-    def _chat(self, record: TaskRecord) -> str:
-        messages: ChatMessages = ([{"role": "user", "content": record.prompt}]
-                                  if isinstance(record.prompt, str) else list(record.prompt))
+    def chat_messages(self, prompt: str | ChatMessages, record_id: str) -> ChatMessages:
+        """The messages the chat template gets: the instruction appended to the last
+        user turn, the system prompt first (unless the messages have their own)."""
+        messages: ChatMessages = ([{"role": "user", "content": prompt}]
+                                  if isinstance(prompt, str) else list(prompt))
         if self.instruction:
             last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"),
                             default=None)
             if last_user is None:
-                raise PromptError(f"record {record.id}: no user message to add the "
+                raise PromptError(f"record {record_id}: no user message to add the "
                                   f"instruction to")
             message = messages[last_user]
             messages[last_user] = {**message, "content": f"{message['content']}\n\n"
                                    f"{self.instruction}"}
         if self.system_prompt and not any(m.get("role") == "system" for m in messages):
             messages = [{"role": "system", "content": self.system_prompt}] + messages
-        return self.tokenizer.apply_chat_template(messages, tokenize=False,
-                                                  add_generation_prompt=True)
+        return messages
 
 
 def _join_messages(messages: ChatMessages, record_id: str) -> str:

@@ -79,7 +79,8 @@ class Completion:
     logprobs:      one per token id: log-softmax of (logits / temperature) under the
                    sampling policy, before top-k/top-p filtering (the distribution the
                    trainer recomputes). Empty list for greedy decoding.
-    text:          decoded completion (special tokens dropped, cut at a stop string).
+    text:          decoded completion (special tokens dropped, cut at a stop string);
+                   for an episode, the model's last turn (what a verifier grades).
     finish_reason: "eos" | "stop" | "length".
     loss_mask:     None for a one-turn completion (every token sampled); for an episode
                    (rlvr.episodes), one 0/1 per token id: 1 = the model sampled it, 0 = the
@@ -107,7 +108,14 @@ class RolloutEngine(Protocol):
     def generate(self, prompts: Sequence[str], n: int,
                  params: SamplingParams) -> list[list[Completion]]:
         """For each prompt (already rendered text), `n` completions: result[i][j] is the
-        j-th sample of prompt i."""
+        j-th sample of prompt i. The text tokenized without added special tokens, then
+        `generate_ids`."""
+        ...
+
+    def generate_ids(self, prompt_ids: Sequence[list[int]], n: int,
+                     params: SamplingParams) -> list[list[Completion]]:
+        """As `generate`, from token ids as they are (never re-tokenized): an episode's
+        later turns continue the exact tokens the model sampled (rlvr.episodes)."""
         ...
 
     def sync_weights(self, model: Any) -> None:

@@ -67,6 +67,11 @@ class HFRolloutEngine:
     def generate(self, prompts: Sequence[str], n: int,
                  params: SamplingParams) -> list[list[Completion]]:
         encoded = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        return self.generate_ids(encoded, n, params)
+
+    def generate_ids(self, prompt_ids: Sequence[list[int]], n: int,
+                     params: SamplingParams) -> list[list[Completion]]:
+        encoded = [list(ids) for ids in prompt_ids]
         generator = torch.Generator(device=self._device())
         generator.manual_seed(params.seed if params.seed is not None
                               else int(torch.randint(0, 2**62, (1,)).item()))
@@ -74,7 +79,7 @@ class HFRolloutEngine:
         per_batch = max(1, self.max_batch_rows // n)  # prompts whose n samples decode together
         for start in range(0, len(encoded), per_batch):
             done.extend(self._decode(encoded[start:start + per_batch], params, generator, n))
-        return [done[i * n:(i + 1) * n] for i in range(len(prompts))]
+        return [done[i * n:(i + 1) * n] for i in range(len(encoded))]
 
     def _device(self) -> torch.device:
         return next(self.model.parameters()).device

@@ -109,6 +109,8 @@ def choose_update_path(cfg: TrainConfig, model: Any, engine: RolloutEngine, toke
     no_activations = ("sampling.reuse_activations is false" if not s.reuse_activations
                       else "algorithm.dynamic_sampling mixes several draws' groups"
                       if a.dynamic_sampling
+                      else "episodes with environment turns keep no activations"
+                      if cfg.episodes.max_turns > 1
                       else f"engine {s.engine!r} keeps no activations for this model"
                       if not engine.capabilities.keeps_activations else "")
     prompts = [len(tokenizer(render(r), add_special_tokens=False)["input_ids"])

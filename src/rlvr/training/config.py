@@ -16,6 +16,7 @@ from typing import Any, Literal
 from rlvr.config import ConfigError, Named
 from rlvr.data.loading import FieldMapping
 from rlvr.models.lora import LoraConfig
+from rlvr.training.config_episodes import EpisodesConfig
 from rlvr.training.config_fields import _doc
 
 # the sections kept in their own modules, importable from here as before
@@ -28,6 +29,7 @@ __all__ = [
     "ArithmeticConfig",
     "DataConfig",
     "DistributedConfig",
+    "EpisodesConfig",
     "EvalConfig",
     "LoggingConfig",
     "ModelConfig",
@@ -384,6 +386,9 @@ class TrainConfig:
     data: DataConfig = _doc("training and held-out data", default_factory=DataConfig)
     prompt: PromptConfig = _doc("prompt rendering", default_factory=PromptConfig)
     sampling: SamplingConfig = _doc("rollouts", default_factory=SamplingConfig)
+    episodes: EpisodesConfig = _doc("the environment every task runs in, turn by turn, "
+                                    "and the episode limits",
+                                    default_factory=EpisodesConfig)
     reward: RewardConfig = _doc("verifiers and reward shaping", default_factory=RewardConfig)
     algorithm: AlgorithmConfig = _doc("advantages, policy loss, KL, entropy",
                                       default_factory=AlgorithmConfig)

@@ -1,8 +1,8 @@
 """The RLVR training loop, top to bottom.
 
     for each step:
-        1. draw problems, sample G completions each          (rollout engine)
-        2. grade every completion in the verifier pool       (worker processes)
+        1. draw problems, run G episodes each                (rlvr.episodes, the engine)
+        2. grade the episodes the environment left ungraded  (verifier pool workers)
         3. rewards -> group-relative advantages              (rlvr.algorithms)
         4. clipped policy-gradient update: epochs x minibatches of AdamW steps
         5. log metrics and every attempt; checkpoint every N steps
@@ -27,14 +27,18 @@ from rlvr.data.prompts import PromptRenderer
 from rlvr.distributed.context import Dist, reduce_metrics
 from rlvr.distributed.fsdp import full_state_dict, grad_norm, load_full_into
 from rlvr.data.records import TaskRecord, prompt_text
+from rlvr.episodes.render import TurnRenderer
+from rlvr.episodes.runner import Episode, run_episodes
 from rlvr.rollout.base import RolloutEngine, SamplingParams
 from rlvr.training.accumulate import combine_stats, micro_batches
 from rlvr.training.algorithm import Algorithm, build_algorithm
 from rlvr.training.batch import PackedBatch, pack
 from rlvr.training.config import TrainConfig
+from rlvr.training.environment_choice import environment_factory
+from rlvr.training.episode_metrics import episode_metrics, episode_record
 from rlvr.training.optim import release_gradients
 from rlvr.training.prompt_order import PromptOrder, take
-from rlvr.training.rewards import reward_tensor, verdict_metrics, verify_groups
+from rlvr.training.rewards import grade_episodes, reward_tensor, verdict_metrics
 from rlvr.verifiers.pool import BatchVerifier
 
 
@@ -60,10 +64,18 @@ class Trainer:
     # The two seams, resolved once by run.py and written on every metrics line:
     # rollout/path, rollout/path_reason, update/path_reason (`recorded_paths`).
     paths: dict[str, str] = field(default_factory=dict)
+    # The environment of every task's episode: record -> Environment (run.py passes it;
+    # None: `episodes.environment` of the config) and the turns' rendering.
+    make_env: Any = None
+    turns: Any = None
 
     def __post_init__(self) -> None:
         self.algo = build_algorithm(self.cfg.algorithm, self.cfg.sampling.max_new_tokens,
                                     self.engine.capabilities.logprobs_match_trainer)
+        e = self.cfg.episodes
+        self.make_env = self.make_env or environment_factory(
+            e.environment, e.options, e.limits(self.cfg.sampling.max_new_tokens))
+        self.turns = self.turns or TurnRenderer(self.renderer)
 
 
 @dataclass
@@ -75,6 +87,7 @@ class Groups:
     verdicts: list[list[Any]]      # [P][G] Verdict
     rewards: torch.Tensor          # [P, G]
     stats: dict[str, float]
+    episodes: list[list[Episode]] = field(default_factory=list)  # [P][G]
 
 
 def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -168,20 +181,23 @@ def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Grou
                                 top_p=s.top_p, top_k=s.top_k, stop=tuple(s.stop),
                                 seed=_sampling_seed(cfg.seed, step, keep.draws),
                                 # Only the replay path reads kept activations (it is
-                                # never chosen under dynamic sampling's mixed draws).
-                                keep_activations=t.update.wants_activations)
+                                # never chosen under dynamic sampling's mixed draws, nor
+                                # for episodes with environment turns).
+                                keep_activations=t.update.wants_activations
+                                and cfg.episodes.max_turns == 1)
         began = time.perf_counter()
-        records, completions = generate_shards(t, records, params)  # this rank's share
+        records, episodes = generate_shards(t, records, params)  # this rank's share
         times["generate"] += time.perf_counter() - began
-        gen_tokens += sum(len(c.token_ids) for group in completions for c in group)
+        lengths = torch.tensor([[e.model_tokens for e in g] for g in episodes])  # [P, G]
+        gen_tokens += int(lengths.sum())
         began = time.perf_counter()
-        verdicts = verify_groups(t.pool, records, completions, cfg.reward.verifier,
-                                 cfg.reward.options)
+        verdicts, scores = grade_episodes(t.pool, records, episodes, cfg.reward.verifier,
+                                          cfg.reward.options)  # [P][G], [P, G]
         times["verify"] += time.perf_counter() - began
-        lengths = torch.tensor([[len(c.token_ids) for c in g] for g in completions])  # [P, G]
-        rewards = reward_tensor(verdicts, lengths, cfg.reward.overlong, s.max_new_tokens,
+        rewards = reward_tensor(scores, lengths, cfg.reward.overlong, s.max_new_tokens,
                                 cfg.reward.overlong_buffer)  # [P, G]
-        last = (rewards, list(zip(records, completions, verdicts)))
+        completions = [[e.completion for e in g] for g in episodes]
+        last = (rewards, list(zip(records, completions, verdicts, episodes)))
         if not cfg.algorithm.dynamic_sampling:
             break
         keep.add(*last)
@@ -189,27 +205,27 @@ def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Grou
     if kept_rewards is None:  # every group was uniform in every draw: train on the last draw
         kept_rewards, kept = last
     stats = keep.stats() if cfg.algorithm.dynamic_sampling else {}
-    records, completions, verdicts = (list(x) for x in zip(*kept))
-    return Groups(records, completions, verdicts, kept_rewards, stats), gen_tokens
+    records, completions, verdicts, episodes = (list(x) for x in zip(*kept))
+    return Groups(records, completions, verdicts, kept_rewards, stats, episodes), gen_tokens
 
 
 def generate_shards(t: Trainer, records: list[TaskRecord], params: SamplingParams
-                    ) -> tuple[list[TaskRecord], list[list[Any]]]:
+                    ) -> tuple[list[TaskRecord], list[list[Episode]]]:
     """The step's records split into `sampling.generation_shards` contiguous shards (at
-    least one per rank), shard k sampled with its own seed: this rank's shards' records
-    and completions. One shard (the default, one process) is the whole draw with the
-    draw's seed; a process with S shards samples exactly what S ranks sample together."""
+    least one per rank), shard k's episodes sampled with its own seed: this rank's
+    shards' records and episodes. One shard (the default, one process) is the whole draw
+    with the draw's seed; a process with S shards samples exactly what S ranks do."""
     shards = max(t.cfg.sampling.generation_shards, t.dist.world)
     size = len(records) // shards
     mine: list[TaskRecord] = []
-    completions: list[list[Any]] = []
+    episodes: list[list[Episode]] = []
     for k in t.dist.my_shards(shards):
         part = records[k * size:(k + 1) * size]
         seed = params.seed if k == 0 or params.seed is None else params.seed + 7919 * k
-        completions += t.engine.generate([t.renderer.render(r) for r in part],
-                                         t.cfg.sampling.group_size, replace(params, seed=seed))
+        episodes += run_episodes(t.engine, t.turns, t.make_env, part,
+                                 t.cfg.sampling.group_size, replace(params, seed=seed))
         mine += part
-    return mine, completions
+    return mine, episodes
 
 
 def reference_logprobs(t: Trainer, batch: PackedBatch) -> torch.Tensor | None:
@@ -400,6 +416,9 @@ def step_metrics(t: Trainer, step: int, groups: Groups, batch: PackedBatch, mask
         **update,
     }
     metrics.update({f"dynamic/{k}": v for k, v in groups.stats.items()})
+    if groups.episodes:
+        scores = [[v.score for v in g] for g in groups.verdicts]  # > 0 exactly when rewarded
+        metrics.update(episode_metrics(groups.episodes, scores, t.cfg.episodes.max_turns))
     return metrics
 
 
@@ -415,6 +434,8 @@ def rollout_lines(step: int, groups: Groups, rewards: torch.Tensor,
                           "completion": c.text, "finish_reason": c.finish_reason,
                           "length": len(c.token_ids), "verdict": v.to_dict(),
                           "reward": float(rewards[p, g]), "advantage": float(advantages[p, g])})
+            if groups.episodes:  # the turns, the end and, with several turns, the transcript
+                lines[-1]["episode"] = episode_record(groups.episodes[p][g])
     return lines
 
 

@@ -11,7 +11,6 @@ import torch
 
 from rlvr.algorithms import soft_overlong_penalty
 from rlvr.data.records import TaskRecord, prompt_text
-from rlvr.rollout.base import Completion
 from rlvr.config import ConfigError
 from rlvr.training.config import RewardConfig, backend_problem
 from rlvr.training.config_reward import install_plugins
@@ -65,22 +64,52 @@ def verifier_pool(reward: RewardConfig, preload: Iterable[str] = ()) -> BatchVer
 
 
 def verify_groups(pool: BatchVerifier, records: Sequence[TaskRecord],
-                  groups: Sequence[Sequence[Completion]], verifier: str = "",
+                  texts: Sequence[Sequence[str]], verifier: str = "",
                   options: dict[str, Any] | None = None) -> list[list[Verdict]]:
-    """One verdict per completion, same [P][G] nesting; `verifier` (with `options`)
-    overrides the records' own verifier and options."""
+    """One verdict per answer text, same [P][G] nesting (groups may differ in size);
+    `verifier` (with `options`) overrides the records' own verifier and options."""
     def case(record: TaskRecord, text: str, prompt: str) -> Case:
         name, chosen = (verifier, options or {}) if verifier else (record.verifier,
                                                                   record.options)
         return Case(name, text, record.reference, dict(chosen), prompt=prompt)
 
     cases = []
-    for record, group in zip(records, groups):
+    for record, group in zip(records, texts):
         prompt = prompt_text(record)  # the task text, once per group
-        cases.extend(case(record, c.text, prompt) for c in group)
-    flat = pool.verify(cases)
-    size = len(groups[0]) if groups else 0
-    return [flat[i * size:(i + 1) * size] for i in range(len(groups))]
+        cases.extend(case(record, text, prompt) for text in group)
+    flat = iter(pool.verify(cases) if cases else [])  # every episode graded by its env
+    return [[next(flat) for _ in group] for group in texts]
+
+
+def grade_episodes(pool: BatchVerifier, records: Sequence[TaskRecord],
+                   episodes: Sequence[Sequence[Any]], verifier: str = "",
+                   options: dict[str, Any] | None = None
+                   ) -> tuple[list[list[Verdict]], torch.Tensor]:
+    """Verdicts [P][G] and rewards [P, G] of a batch of episodes (rlvr.episodes): the
+    verifier pool grades, in one batch, the final text of every episode the environment
+    left ungraded (reward None); the others keep the environment's reward, with a
+    verdict saying so (its score the reward clipped to [0, 1]; passed: the last
+    reply's info["passed"] when given, else reward > 0)."""
+    texts = [[e.final_text for e in group if e.reward is None] for group in episodes]
+    graded = iter(v for group in verify_groups(pool, records, texts, verifier, options)
+                  for v in group)
+    verdicts, rewards = [], []
+    for group in episodes:
+        verdicts.append([next(graded) if e.reward is None else _environment_verdict(e)
+                         for e in group])
+        rewards.append([v.score if e.reward is None else e.reward
+                        for e, v in zip(group, verdicts[-1])])
+    return verdicts, torch.tensor(rewards, dtype=torch.float32)  # [P, G]
+
+
+def _environment_verdict(episode: Any) -> Verdict:
+    reward = float(episode.reward)
+    replies = episode.info.get("env_info") or [{}]
+    passed = replies[-1].get("passed", reward > 0) if isinstance(replies[-1], dict) else False
+    reason = "environment" if episode.end_reason in ("done", "max_turns") else \
+        episode.end_reason.split(":", 1)[0]
+    return Verdict(min(1.0, max(0.0, reward)), bool(passed), reason,
+                   {"reward": reward, "end_reason": episode.end_reason})
 
 
 class LocalScoring:
@@ -141,12 +170,11 @@ def _in_process(name: str) -> bool:
         return False
 
 
-def reward_tensor(verdicts: Sequence[Sequence[Verdict]], lengths: torch.Tensor,
+def reward_tensor(scores: torch.Tensor, lengths: torch.Tensor,
                   overlong: str, max_new_tokens: int, buffer: int) -> torch.Tensor:
-    """[P, G] rewards: verdict scores, plus DAPO's soft length penalty when asked.
-    `lengths` [P, G] completion lengths in tokens."""
-    rewards = torch.tensor([[v.score for v in group] for group in verdicts],
-                           dtype=torch.float32)  # [P, G]
+    """[P, G] rewards: the graded scores [P, G], plus DAPO's soft length penalty when
+    asked. `lengths` [P, G] completion lengths in tokens (the model's own)."""
+    rewards = scores.to(torch.float32)  # [P, G]
     if overlong == "soft":
         penalty = soft_overlong_penalty(lengths.flatten(), max_new_tokens, buffer)  # [P*G]
         rewards = rewards + penalty.view_as(rewards)

@@ -110,6 +110,12 @@ class VLLMEngine:
     def generate(self, prompts: Sequence[str], n: int,
                  params: SamplingParams) -> list[list[Completion]]:
         encoded = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        return self.generate_ids(encoded, n, params)
+
+    def generate_ids(self, prompt_ids: Sequence[list[int]], n: int,
+                     params: SamplingParams) -> list[list[Completion]]:
+        """Token ids go to vLLM as they are (its client and server take ids)."""
+        encoded = [list(ids) for ids in prompt_ids]
         wire = {"max_new_tokens": params.max_new_tokens, "temperature": params.temperature,
                 "top_p": params.top_p, "top_k": params.top_k, "stop": list(params.stop),
                 "seed": params.seed}
