@@ -21,7 +21,8 @@ import torch
 from rlvr.config import ConfigError
 from rlvr.episodes.base import EpisodeLimits, Reply
 from rlvr.rollout.base import SamplingParams
-from rlvr.training import environment_choice, loop
+from rlvr.environments import registry
+from rlvr.training import loop
 from rlvr.training.run import train
 from train_helpers import plugin_reward, tiny_config
 
@@ -30,7 +31,7 @@ AGAIN = "\n\nUser: again\n\nAssistant:"  # the plain-text protocol's delta for "
 
 @pytest.mark.parametrize("override,field,words", [
     ("episodes.environment=nope", "episodes.environment", "unknown environment 'nope'"),
-    ("episodes.options={a: 1}", "episodes.options", "single_turn takes no options"),
+    ("episodes.options={a: 1}", "episodes.options", "'single_turn' takes no options"),
     ("episodes.max_turns=0", "episodes.max_turns", "must be >= 1"),
     ("episodes.max_tokens=-1", "episodes.max_tokens", "must be >= 0"),
     ("episodes.step_timeout_s=0", "episodes.step_timeout_s", "must be > 0"),
@@ -115,8 +116,8 @@ class Again:
 @pytest.fixture(scope="module")
 def two_turn_run(tmp_path_factory):
     monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setitem(environment_choice.ENVIRONMENTS, "again_test",
-                        lambda record, options, limits: Again(limits))
+    monkeypatch.setitem(registry._REGISTRY, "again_test", registry.EnvironmentSpec(
+        "again_test", lambda record, options, limits: Again(limits), None, "a test's"))
     packed = []
     real_pack = loop.pack
 
@@ -160,8 +161,6 @@ def test_environment_tokens_reach_the_update_with_loss_mask_zero(two_turn_run):
             assert all(c.logprobs[k] == 0.0 for k in range(first, first + len(delta)))
 
 
-@pytest.mark.xfail(strict=True, reason="pack() applies Completion.loss_mask in the ep-train "
-                   "branch (training/batch.py is its); strict: passes once merged")
 def test_packed_mask_has_zeros_exactly_at_the_environment_tokens(two_turn_run):
     cfg, packed, _, _ = two_turn_run
     for completions, batch in packed:

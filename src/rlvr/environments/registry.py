@@ -17,6 +17,7 @@ from rlvr.data.records import TaskRecord
 from rlvr.environments import code_feedback, guess_number, python_tool
 from rlvr.environments.options import parse_options
 from rlvr.environments.tools import supports_tool_role
+from rlvr.episodes import single_turn
 from rlvr.episodes.base import Environment, EpisodeLimits
 from rlvr.errors import UserError
 
@@ -112,7 +113,8 @@ def environment_factory(name: str, options: dict[str, Any] | None, limits: Episo
 
 
 for _spec in (
-    # the lead adds single_turn here at merge (rlvr.episodes.single_turn.SingleTurn)
+    EnvironmentSpec("single_turn", single_turn.single_turn, None,
+                    "one prompt, one answer, graded by the run's verifier (the default)"),
     EnvironmentSpec(guess_number.NAME, guess_number.make, guess_number.GuessNumberOptions,
                     "find a hidden integer from higher/lower hints"),
     EnvironmentSpec(code_feedback.NAME, code_feedback.make, code_feedback.CodeFeedbackOptions,

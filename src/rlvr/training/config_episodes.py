@@ -18,7 +18,7 @@ class EpisodesConfig:
     """Every task runs as an episode; the default, single_turn, is one prompt, one
     answer, graded by the reward's verifier (the run samples what it did before)."""
 
-    environment: str = _doc("the environment by name (rlvr.training.environment_choice; "
+    environment: str = _doc("the environment by name (rlvr.environments.registry; "
                             "the operator's choice only, never a dataset row's)",
                             default="single_turn")
     options: dict[str, Any] = _doc("the operator's keyword options for the environment",
@@ -31,7 +31,7 @@ class EpisodesConfig:
                                  default=30.0)
 
     def validate(self) -> None:
-        from rlvr.training.environment_choice import check_environment
+        from rlvr.environments.registry import check_environment
 
         if self.max_turns < 1:
             raise ConfigError("must be >= 1", "max_turns")

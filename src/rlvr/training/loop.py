@@ -34,7 +34,7 @@ from rlvr.training.accumulate import combine_stats, micro_batches
 from rlvr.training.algorithm import Algorithm, build_algorithm
 from rlvr.training.batch import PackedBatch, pack
 from rlvr.training.config import TrainConfig
-from rlvr.training.environment_choice import environment_factory
+from rlvr.environments.registry import environment_factory
 from rlvr.training.episode_metrics import episode_metrics, episode_record
 from rlvr.training.optim import release_gradients
 from rlvr.training.prompt_order import PromptOrder, take
@@ -74,7 +74,8 @@ class Trainer:
                                     self.engine.capabilities.logprobs_match_trainer)
         e = self.cfg.episodes
         self.make_env = self.make_env or environment_factory(
-            e.environment, e.options, e.limits(self.cfg.sampling.max_new_tokens))
+            e.environment, e.options, e.limits(self.cfg.sampling.max_new_tokens),
+            getattr(self.tokenizer, "chat_template", None))
         self.turns = self.turns or TurnRenderer(self.renderer)
 
 

@@ -40,7 +40,7 @@ from rlvr.training.batch import choose_update_path
 from rlvr.training.checkpoint import (OPTIMIZER_DCP, checkpoint_step, latest_checkpoint,
                                       load_trainer_state, save_checkpoint, staging_dir)
 from rlvr.training.config import TrainConfig, check_distributed
-from rlvr.training.environment_choice import environment_factory
+from rlvr.environments.registry import environment_factory
 from rlvr.training.clock import TrainingClock
 from rlvr.training.evaluate import (EvalSchedule, HeldOutLog, eval_grader, eval_plan,
                                     evaluate)
@@ -217,9 +217,10 @@ def _trainer(cfg: TrainConfig, model: Any, tokenizer: Any, engine: Any, renderer
     reference = _reference_model(cfg, sampler or model, tokenizer, run, dist)
     if reference is not None and dist.active:
         reference = shard(reference, _device_type(cfg), dist.world)
-    e = cfg.episodes  # the environment every task runs in (rlvr.training.environment_choice)
+    e = cfg.episodes  # the environment every task runs in (rlvr.environments.registry)
     make_env = environment_factory(e.environment, e.options,
-                                   e.limits(cfg.sampling.max_new_tokens))
+                                   e.limits(cfg.sampling.max_new_tokens),
+                                   getattr(tokenizer, "chat_template", None))
     return Trainer(cfg, model, tokenizer, engine, renderer, pool, optimizer, scheduler,
                    PromptOrder(len(records), cfg.seed), records, reference, dist=dist,
                    sampler=sampler, make_env=make_env)
