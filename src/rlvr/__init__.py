@@ -3,9 +3,9 @@
 Layers, top to bottom (a package imports only packages to its right; the full rules are
 in docs/ARCHITECTURE.md and tests/test_import_layers.py checks every module):
 
-    cli > training > evaluation > episodes > update_paths > rollout > accel > data >
-    models > adapters > view > audit > serve > algorithms > distributed > verifiers >
-    runs > config > textsafe > mathtext > errors
+    cli > training > evaluation > environments > episodes > update_paths > rollout >
+    accel > data > models > adapters > view > audit > serve > algorithms > distributed >
+    verifiers > runs > config > textsafe > mathtext > errors
 
 Two modules are reached from below: `accel` sees `rollout.base` (the engine protocol)
 and `serve` sees `rollout.http_json`. `rlvr.verifiers` and `rlvr.algorithms` never

@@ -1,0 +1,1 @@
+"""Environments the policy acts in: built-ins and the ecosystem's."""
