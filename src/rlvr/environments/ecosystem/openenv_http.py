@@ -71,6 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--id-field", default=None,
                         help="the rows' id field, which clients' task_id names "
                              "(default: <file stem>:<line>)")
+    parser.add_argument("--plugin", action="append", default=[],
+                        help="an operator's 'module:Class' verifier the rows may name")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8010)
     parser.add_argument("--token-file", default=None)
@@ -78,12 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-sessions", type=int, default=64)
     args = parser.parse_args(argv)
     from rlvr.data.loading import FieldMapping, load_records
+    from rlvr.verifiers.registry import add_plugins
     from rlvr.environments.ecosystem.openenv_server import TaskBook, build_app
 
     try:
         token, _ = server_token(None, args.token_file)
         check_bind(args.host, bool(token), "the OpenEnv server",
                    "Give it a token (--token-file or $RLVR_SERVE_TOKEN)")
+        add_plugins(args.plugin, "--plugin")
         records = load_records(args.data, FieldMapping(id=args.id_field),
                                default_verifier=args.verifier)
     except ValueError as exc:  # DataError and the access rules' refusals
