@@ -1,6 +1,7 @@
 """rlvr's tasks, environments and verifiers served as an OpenEnv environment (the
-`openenv` extra: openenv-core's own server classes), so that any OpenEnv client, TRL's
-GRPOTrainer (`environment_factory`) among them, can train on them.
+`openenv` extra: openenv-core's own server classes), so that any OpenEnv client can
+train on them: TRL's GRPOTrainer through its `rollout_func`, one session per rollout
+(tests/test_ecosystem_openenv_trl.py).
 
 One WebSocket session is one episode: `reset(seed=..., task_id=...)` picks a task from
 the operator's records (by id, else by seed, else at random) and answers its first
