@@ -39,7 +39,8 @@ class Server:
         match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
         if not match:
             self.process.kill()
-            raise RuntimeError(f"server did not start: {line!r} {self.process.stderr.read()[-2000:]}")
+            raise RuntimeError(f"server did not start: {line!r} "
+                               f"{self.process.stderr.read()[-2000:]}")
         self.url = f"http://127.0.0.1:{match.group(1)}"
 
     def stop(self) -> None:

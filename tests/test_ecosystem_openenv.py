@@ -28,6 +28,17 @@ def test_options_are_checked_naming_the_field():
         openenv_client.parse_options({"url": "http://127.0.0.1:1", "bogus": 1})
     with pytest.raises(OpenEnvOptionError, match=r"episodes\.options\.seed_from_task"):
         openenv_client.parse_options({"url": "http://127.0.0.1:1", "seed_from_task": "yes"})
+    with pytest.raises(OpenEnvOptionError, match=r"episodes\.options\.action_field: must"):
+        openenv_client.parse_options({"url": "http://127.0.0.1:1", "action_field": ""})
+
+
+def test_an_unset_token_variable_is_a_config_error(monkeypatch):
+    monkeypatch.delenv("RLVR_TEST_OPENENV_TOKEN", raising=False)
+    options = {"url": "http://127.0.0.1:1", "token_env": "RLVR_TEST_OPENENV_TOKEN"}
+    with pytest.raises(OpenEnvOptionError, match=r"episodes\.options\.token_env: \$RLVR_TEST"):
+        openenv_client.parse_options(options)
+    monkeypatch.setenv("RLVR_TEST_OPENENV_TOKEN", "t0ken")
+    assert openenv_client.parse_options(options).token_env == "RLVR_TEST_OPENENV_TOKEN"
 
 
 def test_task_seed_is_the_records_own():
@@ -187,7 +198,7 @@ def test_rlvr_tasks_through_the_openenv_environment_round_trip(served):
         env.close()
 
 
-def test_a_token_guards_every_path_but_health(tasks):
+def test_a_token_guards_every_path_but_health(tasks, monkeypatch):
     import httpx
 
     server = rlvr_server(tasks, token="s3cret")
@@ -197,13 +208,24 @@ def test_a_token_guards_every_path_but_health(tasks):
             with pytest.raises(ConnectionError, match="HTTP 403"):
                 client.reset(task_id="mul")
             client.close()
+        # the openenv environment sends the token it reads from the operator's variable
+        monkeypatch.setenv("RLVR_TEST_OPENENV_TOKEN", "s3cret")
+        record = TaskRecord("(unused)", "", "exact", "ignored")
+        env = openenv_client.make(record, {"url": server.url, "include_prompt": False,
+                                           "token_env": "RLVR_TEST_OPENENV_TOKEN",
+                                           "observation_field": "prompt"}, LIMITS)
+        try:
+            assert env.reset(record)[0]["content"] == RECORDS[task_seed(record) % 2]["prompt"]
+        finally:
+            env.close()
         with _client(server.url, "s3cret") as client:
             assert client.reset(task_id="mul").observation["task_id"] == "mul"
         assert httpx.get(server.url + "/health").status_code == 200
         assert httpx.get(server.url + "/schema").status_code == 401
         assert httpx.get(server.url + "/schema", headers={
             "Authorization": "Bearer s3cret"}).status_code == 200
-        assert httpx.get(server.url + "/health", headers={"Host": "evil.example"}).status_code == 400
+        rebound = httpx.get(server.url + "/health", headers={"Host": "evil.example"})
+        assert rebound.status_code == 400  # DNS rebinding: another name as Host
     finally:
         server.stop()
 

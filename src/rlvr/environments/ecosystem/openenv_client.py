@@ -63,9 +63,20 @@ class OpenEnvOptions:
     seed_from_task: bool = True
     include_prompt: bool = True
 
+    def __post_init__(self) -> None:
+        # ValueError messages start with the field's name (the registry's option reader
+        # turns them into "episodes.options.<field>: ...")
+        url = urlsplit(self.url)
+        if url.scheme not in ("http", "https", "ws", "wss") or not url.hostname:
+            raise ValueError(f"url: the OpenEnv server's address is required "
+                             f"(http://host:port), got {self.url!r}")
+        if not self.action_field:
+            raise ValueError("action_field: must name a field of the server's action")
+
 
 def parse_options(options: Mapping[str, Any] | None) -> OpenEnvOptions:
-    """The operator's options checked; OpenEnvOptionError names the field."""
+    """The operator's options checked (and the token variable set); OpenEnvOptionError
+    names the field."""
     options = dict(options or {})
     declared = {f.name: f.type for f in fields(OpenEnvOptions)}
     for name, value in options.items():
@@ -76,13 +87,13 @@ def parse_options(options: Mapping[str, Any] | None) -> OpenEnvOptions:
         if not isinstance(value, kind):
             raise OpenEnvOptionError(f"episodes.options.{name}: expected {kind.__name__}, "
                                      f"got {value!r}")
-    parsed = OpenEnvOptions(**options)
-    url = urlsplit(parsed.url)
-    if url.scheme not in ("http", "https", "ws", "wss") or not url.hostname:
-        raise OpenEnvOptionError("episodes.options.url: the OpenEnv server's address is "
-                                 f"required (http://host:port), got {parsed.url!r}")
-    if not parsed.action_field:
-        raise OpenEnvOptionError("episodes.options.action_field: must name a field")
+    try:
+        parsed = OpenEnvOptions(**options)
+    except ValueError as exc:
+        field_name, _, message = str(exc).partition(" ")
+        raise OpenEnvOptionError(f"episodes.options.{field_name.rstrip(':')}: {message}"
+                                 ) from None
+    _token(parsed)  # an unset token variable is a config error, not an episode's
     return parsed
 
 
