@@ -96,6 +96,32 @@ def test_faults_end_only_their_episode_with_reward_zero():
     assert [g[0].turns for g in out] == [2, 1, 1, 1, 1, 1, 1, 0, 0]
 
 
+@pytest.mark.parametrize("where", ["step", "factory"])
+def test_a_remote_environment_that_is_gone_stops_the_run(where):
+    """An ExternalFault (a remote environment server that is gone) is not one episode's
+    fault: every later episode would fail alike, so it leaves run_episodes (the CLI's
+    exit 3, naming the server) instead of ending the episode with reward 0."""
+    from rlvr.errors import ExternalFault
+
+    limits = EpisodeLimits(max_turns=3, max_tokens=64, step_timeout_s=5)
+
+    class Gone(ExternalFault):
+        pass
+
+    class GoneAtStep(Faulty):
+        def step(self, turn):
+            raise Gone("environment server http://127.0.0.1:9/ is gone")
+
+    def make(r):
+        if where == "factory":
+            raise Gone("environment server http://127.0.0.1:9/ is gone")
+        return GoneAtStep(limits)
+
+    engine = ScriptedIdsEngine(TOK, lambda call, i, j: "b")
+    with pytest.raises(Gone, match="127.0.0.1:9"):
+        run_episodes(engine, plain_turns(TOK), make, [record(id="ok")], 1, PARAMS)
+
+
 def test_max_turns_sums_the_turn_rewards_or_leaves_grading_to_the_verifier():
     class Endless(Again):
         def __init__(self, rewards):

@@ -22,7 +22,9 @@ ALLOWED: dict[str, set[str]] = {
                  "config"},
     "evaluation": {"rollout", "rollout.base", "data", "models", "verifiers", "config",
                    "textsafe"},
-    "environments": {"episodes", "verifiers", "data", "textsafe"},
+    # serve.*: rlvr's OpenEnv server (environments/ecosystem) follows rlvr serve's access rules
+    "environments": {"episodes", "verifiers", "data", "textsafe", "serve.access",
+                     "serve.listen", "serve.settings"},
     "episodes": {"rollout.base", "data", "verifiers"},
     "update_paths": {"accel", "models", "algorithms", "config"},
     "rollout": {"accel", "models"},

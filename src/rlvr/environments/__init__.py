@@ -1,2 +1,2 @@
-"""Built-in environments for episodes: a registry of names the operator's config chooses
-(`episodes.environment`), each a factory of one fresh environment per episode."""
+"""Environments the policy acts in: a registry of names the operator's config chooses
+(`episodes.environment`), the built-ins, and the ecosystem's (`ecosystem/`)."""

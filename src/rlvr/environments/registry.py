@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from rlvr.data.records import TaskRecord
 from rlvr.environments import code_feedback, guess_number, python_tool
+from rlvr.environments.ecosystem import openenv_client
 from rlvr.environments.options import parse_options
 from rlvr.environments.tools import supports_tool_role
 from rlvr.episodes import single_turn
@@ -34,12 +35,16 @@ class UnknownEnvironment(UserError, KeyError):
 @dataclass(frozen=True)
 class EnvironmentSpec:
     """name: the registry name; factory: one fresh environment per episode; options: the
-    dataclass its options are read into (None: it takes none); summary: one line."""
+    dataclass its options are read into (None: it takes none); summary: one line; check:
+    see below."""
 
     name: str
     factory: Factory
     options: type | None
     summary: str
+    # a further check of the options the config loader runs (a UserError naming the
+    # field): what a dataclass cannot say, e.g. that a token variable is set
+    check: Callable[[dict[str, Any] | None], Any] | None = None
 
 
 _REGISTRY: dict[str, EnvironmentSpec] = {}
@@ -73,6 +78,8 @@ def check_environment(name: str, options: dict[str, Any] | None) -> None:
     elif options:
         raise UserError(f"episodes.options: environment {name!r} takes no options, got "
                         f"{', '.join(map(str, options))}")
+    if spec.check is not None:
+        spec.check(options)
 
 
 def _check_sandbox() -> None:
@@ -121,5 +128,8 @@ for _spec in (
                     "write code; failing tests' output comes back; up to K attempts"),
     EnvironmentSpec(python_tool.NAME, python_tool.make, python_tool.PythonToolOptions,
                     "math with a sandboxed python tool; the last message is graded"),
+    EnvironmentSpec(openenv_client.NAME, openenv_client.make, openenv_client.OpenEnvOptions,
+                    "any OpenEnv environment server (pip install 'rlvr[openenv]')",
+                    openenv_client.parse_options),
 ):
     register(_spec)

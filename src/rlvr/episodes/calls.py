@@ -4,7 +4,11 @@ Each call runs in a daemon thread of its own, started together, so a turn's step
 the whole batch overlap (a sandboxed test run, a tool) and one slow environment delays
 the turn by at most its `step_timeout_s`. A call past its deadline is abandoned: Python
 cannot stop a thread, so it runs on in the background holding its environment, and the
-episode ends with "env_timeout". Nothing a call raises escapes: it becomes the outcome.
+episode ends with "env_timeout". What a call raises becomes its outcome, and ends only
+its episode; but an ExternalFault (rlvr.errors: a remote environment server that is
+gone) is kept as `fault` and raised by `call_all` once every call has ended: it is not
+the episode's fault, and every later episode would fail the same way, so the run stops
+(the CLI's exit 3, naming what is gone and how to resume).
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
+
+from rlvr.errors import ExternalFault
 
 
 @dataclass
@@ -25,6 +31,7 @@ class Outcome:
     error: str = ""
     timed_out: bool = False
     seconds: float = 0.0
+    fault: ExternalFault | None = None
 
 
 def call_all(calls: Sequence[Callable[[], Any]], timeouts: Sequence[float],
@@ -49,6 +56,9 @@ def call_all(calls: Sequence[Callable[[], Any]], timeouts: Sequence[float],
         left = max(0.0, started + timeout - time.perf_counter())
         finished = here[i] or done[i].wait(left)
         outcomes.append(own[i] if finished else Outcome(timed_out=True, seconds=timeout))
+    for outcome in outcomes:
+        if outcome.fault is not None:
+            raise outcome.fault
     return outcomes
 
 
@@ -56,6 +66,9 @@ def _run(call: Callable[[], Any], out: Outcome, finished: threading.Event) -> No
     began = time.perf_counter()
     try:
         out.value = call()
+    except ExternalFault as exc:  # something outside is gone: the run's fault, not this episode's
+        out.fault = exc
+        out.error = f"{type(exc).__name__}: {exc}"
     except BaseException as exc:  # noqa: BLE001 - an environment's fault is an outcome
         out.error = f"{type(exc).__name__}: {exc}"
     out.seconds = time.perf_counter() - began

@@ -38,7 +38,7 @@ from rlvr.episodes.base import Environment, EpisodeLimits, Message, Reply
 from rlvr.episodes.calls import Outcome, call_all
 from rlvr.episodes.render import (Conversation, FirstPrompt, PromptError, TurnRenderer,
                                   message_problem)
-from rlvr.errors import UserError
+from rlvr.errors import ExternalFault, UserError
 from rlvr.rollout.base import Completion, RolloutEngine, SamplingParams
 
 FIRST_ROLES = ("system", "user", "assistant", "tool")  # a reset may hold a worked example
@@ -132,6 +132,8 @@ def _start(make_env: Callable[[TaskRecord], Environment], record: TaskRecord) ->
     try:
         run.env = make_env(record)
         run.limits = run.env.limits
+    except ExternalFault:
+        raise  # a remote environment that is gone stops the run (episodes/calls.py)
     except Exception as exc:  # noqa: BLE001 - the factory's fault ends this episode only
         run.finish(f"env_error: {type(exc).__name__}: {exc}")
     return run
