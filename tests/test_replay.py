@@ -201,13 +201,13 @@ def test_trainer_asks_for_activations_only_from_single_draws(tmp_path, monkeypat
     """DAPO dynamic sampling keeps groups from several draws, whose mixed captures the
     replay cannot use: the trainer does not ask the engine to keep them there."""
     asked = []
-    real = HFRolloutEngine.generate
+    real = HFRolloutEngine.generate_ids  # what the episode runner calls
 
-    def recording(self, prompts, n, params):
+    def recording(self, prompt_ids, n, params):
         asked.append(params.keep_activations)
-        return real(self, prompts, n, params)
+        return real(self, prompt_ids, n, params)
 
-    monkeypatch.setattr(HFRolloutEngine, "generate", recording)
+    monkeypatch.setattr(HFRolloutEngine, "generate_ids", recording)
     extra = ["algorithm.dynamic_sampling=true", "algorithm.max_draws=2"] if dynamic else []
     train(tiny_config("steps=1", "sft.steps=0", "sampling.group_size=4", *extra),
           tmp_path / "r")

@@ -56,13 +56,13 @@ def install_hooks(meter: PhaseMeter, patch: Callable[[Any, str, Any], None] = se
             (run, "build_engine", "engine_setup"), (run, "choose_update_path", "choose_path"),
             (run, "verifier_pool", "verifier_pool"), (run, "evaluate", "eval"),
             (run, "_reference_model", "reference_model"), (run, "allocate_state", "adam_state"),
-            (run, "_checkpoint", "checkpoint"), (loop, "verify_groups", "verify"),
+            (run, "_checkpoint", "checkpoint"), (loop, "grade_episodes", "verify"),
             (loop, "pack", "pack"), (loop, "reference_logprobs", "reference_logprobs"),
             (loop, "policy_update", "update"), (loop, "clip_gradients", "clip"),
             (loop, "token_logprobs_and_entropy", "logprobs")):
         patch(module, name, timed(meter, label, getattr(module, name)))
     patch(run, "rl_step", timed(meter, lambda t, step: f"step {step}", run.rl_step))
-    for owner, name, label in ((HFRolloutEngine, "generate", "generate"),
+    for owner, name, label in ((HFRolloutEngine, "generate_ids", "generate"),
                                (UpdatePath, "logits", "forward"),
                                (torch.Tensor, "backward", "backward"),
                                (torch.optim.AdamW, "step", "adam_step")):
