@@ -100,23 +100,26 @@ def _scalar(value: Any) -> Any:
 
 # --- the episode/* metrics as curves ---------------------------------------------------
 
-# (metrics key or key prefix, chart id, chart title); a prefix's keys (one per turn k,
-# one per end kind) share one chart, a trace each
+# (metrics key or key prefix, chart id, chart title, trace name); a prefix's keys (one
+# per turn k, one per end kind) share one chart, a trace each, named by the key's tail
+# ("turn k" for success by turn); a chart of one key has no trace name (the run's)
 EPISODE_CURVES = [
-    ("episode/turns_mean", "episode/turns_mean", "turns per episode"),
-    ("episode/tool_calls_mean", "episode/tools", "tool calls and errors per episode"),
-    ("episode/tool_errors_mean", "episode/tools", "tool calls and errors per episode"),
+    ("episode/turns_mean", "episode/turns_mean", "turns per episode", None),
+    ("episode/tool_calls_mean", "episode/tools", "tool calls and errors per episode",
+     "tool calls"),
+    ("episode/tool_errors_mean", "episode/tools", "tool calls and errors per episode",
+     "tool errors"),
     ("episode/success_by_turn_", "episode/success_by_turn",
-     "share of episodes won at turn k"),
-    ("episode/end_", "episode/end", "how episodes ended (share)"),
-    ("episode/env_seconds", "episode/env_seconds", "environment seconds per step"),
+     "share of episodes won at turn k", "turn "),
+    ("episode/end_", "episode/end", "how episodes ended (share)", ""),
+    ("episode/env_seconds", "episode/env_seconds", "environment seconds per step", None),
 ]
 _TURN_KEY = re.compile(r"episode/success_by_turn_(\d+)")
 
 
 def episode_curves(metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """{key: {"label", "chart", "trace", "x", "y"}} for the run's episode/* metrics, when
-    its episodes are more than single turns (every run logs them; a single-turn run's
+    """{key: {"label", "chart", "x", "y"}, and "trace" in a shared chart} for the run's
+    episode/* metrics, in EPISODE_CURVES' order, when its episodes are more than single turns (every run logs them; a single-turn run's
     are constants: turns 1, no tools, every episode done). An end kind that never
     happened is left out."""
     rows = [m for m in metrics if isinstance(m.get("step"), int)]
@@ -130,16 +133,22 @@ def episode_curves(metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if spec is None or not points or (spec[1] == "episode/end" and
                                           not any(y for _, y in points)):
             continue
-        trace = key[len(spec[0]):] if spec[0].endswith("_") else key.split("/", 1)[1]
-        series[key] = {"label": spec[2], "chart": spec[1],
-                       "trace": f"turn {trace}" if spec[1] == "episode/success_by_turn" else trace,
-                       "x": [p[0] for p in points], "y": [p[1] for p in points]}
+        prefix, chart, title, trace = spec
+        if prefix.endswith("_"):
+            trace += key[len(prefix):]
+        series[key] = {"label": title, "chart": chart, "x": [p[0] for p in points],
+                       "y": [p[1] for p in points]}
+        if trace is not None:
+            series[key]["trace"] = trace
     return series
 
 
-def _order(key: str) -> tuple[str, int]:
-    match = _TURN_KEY.fullmatch(key)  # turn 10 after turn 9
-    return (key[:match.start(1)], int(match.group(1))) if match else (key, 0)
+def _order(key: str) -> tuple[int, str, int]:
+    """EPISODE_CURVES' order (unknown keys last), turn 10 after turn 9."""
+    place = next((i for i, s in enumerate(EPISODE_CURVES) if key.startswith(s[0])),
+                 len(EPISODE_CURVES))
+    match = _TURN_KEY.fullmatch(key)
+    return (place, key[:match.start(1)], int(match.group(1))) if match else (place, key, 0)
 
 
 def _episodes_are_multi_turn(rows: list[dict[str, Any]], keys: list[str]) -> bool:
