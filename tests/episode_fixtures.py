@@ -41,7 +41,8 @@ def problem(step: int, p: int) -> tuple[int, int]:
 
 
 def tool_call(a: int, b: int) -> str:
-    return f'<tool_call>{{"name": "python", "arguments": {{"code": "print({a} ** {b})"}}}}</tool_call>'
+    call = {"name": "python", "arguments": {"code": f"print({a} ** {b})"}}
+    return f"<tool_call>{json.dumps(call)}</tool_call>"
 
 
 def tool_result(p: int, output: str) -> dict[str, Any]:

@@ -102,7 +102,8 @@ def test_the_trainer_warns_at_the_fault_step():
     audit = LiveAudit(3, "math")
     warned = {}
     for step in range(1, STEPS + 1):
-        lines = [episode_line(step, p, s, "paid_fault" if (s, step) == (2, FAULT_STEP) else "honest")
+        lines = [episode_line(step, p, s,
+                              "paid_fault" if (s, step) == (2, FAULT_STEP) else "honest")
                  for p in range(PROMPTS) for s in range(SAMPLES)]
         warned[step] = audit.observe(step, lines)
     assert [s for s, w in warned.items() if w] == [FAULT_STEP]

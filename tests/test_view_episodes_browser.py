@@ -50,7 +50,8 @@ def test_transcript_curves_and_inert_text(tmp_path):
             in evil.locator(".episode-meta").text_content()
         # the text stayed text: nothing ran, no element was made from it
         assert page.evaluate("typeof window.__pwned") == "undefined"
-        assert page.evaluate("document.querySelectorAll('#groups script, #groups img, #injected').length") == 0
+        made = "document.querySelectorAll('#groups script, #groups img, #injected').length"
+        assert page.evaluate(made) == 0
         # the first prompt is folded, context
         assert evil.locator("details.first-prompt summary").text_content() == \
             "first prompt: 1 message(s), context"

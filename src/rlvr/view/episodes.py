@@ -119,8 +119,9 @@ _TURN_KEY = re.compile(r"episode/success_by_turn_(\d+)")
 
 def episode_curves(metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """{key: {"label", "chart", "x", "y"}, and "trace" in a shared chart} for the run's
-    episode/* metrics, in EPISODE_CURVES' order, when its episodes are more than single turns (every run logs them; a single-turn run's
-    are constants: turns 1, no tools, every episode done). An end kind that never
+    episode/* metrics, in EPISODE_CURVES' order, when its episodes are more than
+    single turns (every run logs them; a single-turn run's are constants: turns 1, no
+    tools, every episode done). An end kind that never
     happened is left out."""
     rows = [m for m in metrics if isinstance(m.get("step"), int)]
     keys = sorted({k for m in rows for k in m if k.startswith("episode/")}, key=_order)
