@@ -5,6 +5,7 @@
     patterns.py   per-attempt tests: echo of the prompt, unevaluated, conflicting, ...
     answers.py    where a completion states answers (boxes, "answer is", bold)
     literals.py   answer text as exact values; answer forms
+    episodes.py   the episode checks: an environment fault paid, an answer outside the turn
     detect.py     the detectors over a run's steps, with their thresholds
     rundata.py    reading a run directory (errors name file and line)
     runaudit.py   audit_run(RunData) -> AuditResult

@@ -4,8 +4,11 @@ Per attempt (passed attempts only; see `attempt_flags`):
   the strict re-check codes for the run's verifier (strict.py): echoes_prompt,
   unevaluated, conflicting, not_a_value, wrong_value, ... For a verifier without
   strict rules, the answer-shape codes (echoes_prompt, unevaluated, conflicting).
-  A code is *raised* at the first step s where, over the window of K steps ending at s,
-  it marks >= MIN_COUNT (3) passed attempts and >= MIN_SHARE (10%) of them.
+  For an episode, the episode codes too (episodes.py: paid_env_fault,
+  answer_outside_turn); an episode that ended on an environment fault with reward > 0
+  counts as passed whatever its verdict. A code is *raised* at the first step s where,
+  over the window of K steps ending at s, it marks >= MIN_COUNT (3) passed attempts and
+  >= MIN_SHARE (10%) of them; a code that is never honest (EXACT_CODES) at its first.
 
 Over the run:
   form_takeover:FORM  each passed answer gets a form (none, echo, integer, decimal,
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from rlvr.audit.answers import final_answer
+from rlvr.audit.episodes import EXACT_CODES, counts_as_passed, episode_codes
 from rlvr.audit.literals import DECIMAL, INTEGER, is_operation, plain_literal, strip_decorations
 from rlvr.audit.patterns import echoes_prompt
 from rlvr.audit.strict import RULES, answer_findings, strict_findings
@@ -61,7 +65,7 @@ def answer_form(answer: str | None, prompt: str | None) -> str:
 
 
 def attempt_flags(verifier: str, attempt: dict[str, Any]) -> list[str]:
-    """Codes for one passed attempt (each code once)."""
+    """Codes for one passed attempt (each code once): the verifier's, then the episode's."""
     completion, prompt = attempt.get("completion") or "", attempt.get("prompt")
     reference = attempt.get("reference")
     if verifier in RULES:
@@ -69,7 +73,14 @@ def attempt_flags(verifier: str, attempt: dict[str, Any]) -> list[str]:
     else:
         answer = answer_text(attempt)
         found = answer_findings(completion, answer, reference, prompt) if answer else []
-    return list(dict.fromkeys(f.code for f in found))
+    return list(dict.fromkeys([f.code for f in found] + episode_codes(attempt)))
+
+
+def is_raised(code: str, count: int, passed: int) -> bool:
+    """Whether `count` of `passed` attempts in a window raise `code`."""
+    if code in EXACT_CODES:
+        return count >= 1
+    return count >= MIN_COUNT and count >= MIN_SHARE * passed
 
 
 @dataclass
@@ -124,7 +135,7 @@ def attempt_code_flags(tallies: dict[int, StepTally], window: int) -> list[Flag]
         raised = None
         for step in sorted(tallies):
             count, passed = window_sum(tallies, step, window, key)
-            if count >= MIN_COUNT and count >= MIN_SHARE * passed:
+            if is_raised(code, count, passed):
                 raised = step
                 break
         flags.append(Flag(code, sum(key(t) for t in tallies.values()), seen[0], raised,
@@ -212,7 +223,7 @@ def tally_attempts(verifier: str, attempts: Iterable[dict[str, Any]],
     for attempt in attempts:
         tally = tallies.setdefault(int(attempt["step"]), StepTally())
         tally.attempts += 1
-        if not attempt["verdict"]["passed"]:
+        if not counts_as_passed(attempt):
             continue
         codes = attempt_flags(verifier, attempt)
         form = answer_form(answer_text(attempt), attempt.get("prompt"))

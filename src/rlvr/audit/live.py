@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlvr.audit.detect import (MIN_COUNT, MIN_SHARE, StepTally, window_sum, answer_text,
-                               form_takeover, tally_attempts)
+from rlvr.audit.detect import (StepTally, answer_text, form_takeover, is_raised,
+                               tally_attempts, window_sum)
 
 
 class LiveAudit:
@@ -45,7 +45,7 @@ class LiveAudit:
         lines = []
         for code in codes:
             count, passed = window_sum(self.tallies, step, window, lambda t, c=code: t.flags[c])
-            if count >= MIN_COUNT and count >= MIN_SHARE * passed:
+            if is_raised(code, count, passed):
                 steps = f"step {step}" if first >= step else f"steps {first}-{step}"
                 lines.append(f"audit warning, {steps}: {code} in {count} of "
                              f"{passed} passed attempts ({count / passed:.0%}); "

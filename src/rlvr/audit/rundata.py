@@ -69,7 +69,25 @@ def _checked_attempt(record: dict[str, Any], where: str) -> dict[str, Any]:
     prompt = record.get("prompt")
     if prompt is not None and not isinstance(prompt, str):
         raise RunDataError(f"{where}: 'prompt' must be a string")
+    if "episode" in record:
+        _check_episode(record["episode"], where)
     return record
+
+
+def _check_episode(block: Any, where: str) -> None:
+    """The episode block's fields the audit reads (docs/contracts.md, "Episodes")."""
+    if not isinstance(block, dict):
+        raise RunDataError(f"{where}: 'episode' must be an object")
+    if not isinstance(block.get("end_reason"), str):
+        raise RunDataError(f"{where}: 'episode.end_reason' must be a string")
+    messages = block.get("messages", [])
+    if not isinstance(messages, list):
+        raise RunDataError(f"{where}: 'episode.messages' must be a list")
+    for index, message in enumerate(messages):
+        if not (isinstance(message, dict) and isinstance(message.get("role"), str)
+                and isinstance(message.get("content"), str)):
+            raise RunDataError(f"{where}: 'episode.messages[{index}]' must be an object "
+                               "with string 'role' and 'content'")
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -19,17 +19,20 @@ from threading import Lock
 from typing import Any
 
 from rlvr.audit.detect import attempt_flags
+from rlvr.audit.episodes import counts_as_passed, episode_codes
 from rlvr.audit.strict import RULES
+from rlvr.view.episodes import episode_view
 from rlvr.view.rollouts import RolloutsFile, StepLines
 
 MAX_TEXT = 20_000  # characters of a prompt or completion sent to the page (rest cut, said)
 
 
 def attempt_view(record: dict[str, Any], verifier: str) -> dict[str, Any]:
-    """One attempt for the page: text, verdict, reward, advantage, tokens, audit flags."""
+    """One attempt for the page: text, verdict, reward, advantage, tokens, audit flags,
+    and its episode (rlvr.view.episodes; None for a plain single-turn attempt)."""
     verdict = record.get("verdict") if isinstance(record.get("verdict"), dict) else {}
     passed = bool(verdict.get("passed"))
-    flags = attempt_flags(verifier, record) if passed and verifier else []
+    flags = audit_codes(verifier, record)
     completion = str(record.get("completion", ""))
     return {"sample": record.get("sample"), "completion": completion[:MAX_TEXT],
             "cut": max(0, len(completion) - MAX_TEXT),
@@ -37,7 +40,15 @@ def attempt_view(record: dict[str, Any], verifier: str) -> dict[str, Any]:
             "reason": str(verdict.get("reason", "")), "details": verdict.get("details") or {},
             "reward": record.get("reward"), "advantage": record.get("advantage"),
             "length": record.get("length"), "finish_reason": record.get("finish_reason"),
-            "flags": flags}
+            "flags": flags, "episode": episode_view(record)}
+
+
+def audit_codes(verifier: str, record: dict[str, Any]) -> list[str]:
+    """The audit's codes for a paid attempt (rlvr.audit.detect.attempt_flags); without a
+    known verifier, the episode codes only (they need none)."""
+    if not counts_as_passed(record):
+        return []
+    return attempt_flags(verifier, record) if verifier else episode_codes(record)
 
 
 def group_attempts(lines: StepLines, verifier: str) -> dict[str, Any]:
@@ -101,10 +112,9 @@ def strict_tally(records: Iterable[dict[str, Any]], verifier: str) -> dict[int, 
             continue
         row = tally.setdefault(step, [0, 0, 0])
         row[0] += 1
-        verdict = record.get("verdict") if isinstance(record.get("verdict"), dict) else {}
-        if verdict.get("passed"):
+        if counts_as_passed(record):
             row[1] += 1
-            if not attempt_flags(verifier, record):
+            if not audit_codes(verifier, record):
                 row[2] += 1
     return tally
 

@@ -19,10 +19,12 @@ import yaml
 
 from rlvr.runs.jsonl import read_jsonl
 from rlvr.runs.verifier import run_verifier
+from rlvr.view.episodes import episode_curves
 from rlvr.view.rollouts import RolloutsFile, file_identity
 
 # The curves the page draws, in order: (metrics.jsonl key, label). Keys a run does not
-# log are left out of its chart; pass@k/maj@k keys of evals.jsonl are added as found.
+# log are left out of its chart; pass@k/maj@k keys of evals.jsonl are added as found,
+# and a multi-turn run's episode/* metrics after these (rlvr.view.episodes).
 CURVES: list[tuple[str, str]] = [
     ("reward/mean", "reward"),
     ("accuracy", "training accuracy (verifier)"),
@@ -153,7 +155,8 @@ class ViewRun:
 
 
 def curve_series(metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """{key: {"label", "x": steps, "y": values}} for each known curve the run logged."""
+    """{key: {"label", "x": steps, "y": values}} for each known curve the run logged;
+    episode curves also say their "chart" (several keys share one) and "trace"."""
     series = {}
     for key, label in CURVES:
         points = [(m["step"], m.get(key)) for m in metrics if isinstance(m.get("step"), int)]
@@ -161,6 +164,7 @@ def curve_series(metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if points:
             series[key] = {"label": label, "x": [p[0] for p in points],
                            "y": [p[1] for p in points]}
+    series.update(episode_curves(metrics))
     return series
 
 

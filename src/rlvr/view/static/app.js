@@ -114,24 +114,34 @@ function renderHeader() {
 
 function chartSpecs() {
   // The honesty chart first: what the checker paid for against the strict re-grade
-  // and held-out accuracy. Then one chart per logged metric, runs overlaid.
+  // and held-out accuracy. Then one chart per logged metric, runs overlaid; keys that
+  // name a shared chart (an episode's success by turn k, its end kinds) are its traces.
   const specs = [{id: "honest", title: "Reward vs strict re-grade", traces: honestTraces()}];
-  const keys = new Map();
+  const charts = new Map();  // chart id -> {title, keys: Map(key -> trace name)}
+  const add = (chart, title, key, trace) => {
+    if (!charts.has(chart)) charts.set(chart, {title, keys: new Map()});
+    charts.get(chart).keys.set(key, trace);
+  };
   for (const run of state.runs) {
-    for (const [key, series] of Object.entries(run.curves)) keys.set(key, series.label);
-    for (const [key, series] of Object.entries(run.evals)) keys.set("eval:" + key, series.label);
+    for (const [key, series] of Object.entries(run.curves)) add(series.chart || key, series.label, key, series.trace || null);
+    for (const [key, series] of Object.entries(run.evals)) add("eval:" + key, series.label, "eval:" + key, null);
   }
-  for (const [key, label] of keys) {
-    const traces = state.runs.map((run, i) => {
+  for (const [id, chart] of charts) {
+    const traces = [];
+    const several = state.runs.length > 1;
+    [...chart.keys].forEach(([key, trace], k) => state.runs.forEach((run, i) => {
       const series = key.startsWith("eval:") ? run.evals[key.slice(5)] : run.curves[key];
-      if (!series) return null;
-      return {x: series.x, y: series.y, name: run.name, mode: "lines+markers",
-              marker: {size: 4}, line: {color: COLORS[i % COLORS.length]}};
-    }).filter(Boolean);
-    specs.push({id: key, title: label, traces});
+      if (!series) return;
+      const name = trace == null ? run.name : several ? `${run.name}: ${trace}` : trace;
+      const color = trace == null || several ? COLORS[i % COLORS.length] : COLORS[k % COLORS.length];
+      traces.push({x: series.x, y: series.y, name, mode: "lines+markers", marker: {size: 4},
+                   line: {color, dash: several && trace != null ? DASHES[k % DASHES.length] : "solid"}});
+    }));
+    specs.push({id, title: chart.title, traces, legend: [...chart.keys.values()].some((t) => t != null)});
   }
   return specs;
 }
+const DASHES = ["solid", "dot", "dash", "longdash", "dashdot"];
 
 // One run: a colour per series. Several: a colour per run, a dash per series.
 const HONEST_SERIES = {reward: ["#1f77b4", "solid"], passed: ["#2ca02c", "dot"],
@@ -205,7 +215,7 @@ async function drawCharts() {
     }
     const layout = {title: {text: spec.title, font: {size: 13}}, margin: {l: 50, r: 10, t: 32, b: 24},
                     height: 240, yaxis: {exponentformat: "e", rangemode: spec.id === "honest" ? "tozero" : "normal"},
-                    showlegend: spec.id === "honest" || state.runs.length > 1,
+                    showlegend: spec.id === "honest" || spec.legend || state.runs.length > 1,
                     legend: {orientation: "h", y: -0.15, font: {size: 10}}};
     Plotly.react(div, spec.traces, layout, {displayModeBar: false, responsive: true});
   }
@@ -280,6 +290,10 @@ function attemptRow(a) {
     return el("span", {cls: "detail", title: text.length > 300 ? text : ""},
               [el("b", {text: k + ": "}), text.length > 300 ? text.slice(0, 300) + " …" : text]);
   });
+  const episode = a.episode;
+  const body = episode && episode.messages
+    ? transcriptView(episode)
+    : el("pre", {cls: "completion", text: a.completion + (a.cut ? `\n… (${a.cut} more characters)` : "")});
   return el("div", {cls: `attempt ${a.passed ? "pass" : "fail"}${a.flags.length ? " flagged" : ""}`, "data-sample": a.sample}, [
     el("div", {cls: "meta"}, [
       el("span", {cls: "badge", text: a.passed ? "PASS" : "FAIL"}),
@@ -290,8 +304,57 @@ function attemptRow(a) {
       el("span", {text: ` · ${fmt(a.length)} tokens · ${a.finish_reason || ""}`}),
       ...a.flags.map((f) => el("span", {cls: "flag", title: "rlvr audit: the strict re-check rejects this passed attempt", text: f})),
     ]),
-    el("pre", {cls: "completion", text: a.completion + (a.cut ? `\n… (${a.cut} more characters)` : "")}),
+    episode ? episodeMeta(episode) : null,
+    body,
     details.length ? el("div", {cls: "details"}, details) : null,
+  ]);
+}
+
+// --- an episode: how it went, and its transcript -------------------------------------
+
+function episodeMeta(e) {
+  const fault = /^(env_error|env_timeout|bad_observation)/.test(e.end_reason || "");
+  return el("div", {cls: "episode-meta"}, [
+    el("span", {text: `episode: ${fmt(e.turns)} turn(s) · ended `}),
+    el("span", {cls: `end-reason${fault ? " fault" : ""}`, text: String(e.end_reason)}),
+    el("span", {text: ` · ${fmt(e.tool_calls)} tool call(s), ${fmt(e.tool_errors)} error(s) · reward from ${e.reward_source || "?"}` +
+                      ` · ${fmt(e.model_tokens)} model tokens (trained), ${fmt(e.env_tokens)} environment tokens (context)` +
+                      ((e.turn_rewards || []).some((r) => r != null) ? ` · turn rewards ${e.turn_rewards.map((r) => fmt(r)).join(", ")}` : "")}),
+  ]);
+}
+
+const PART_LABELS = {prompt: "prompt · context", model: "model · trained", tool_result: "tool result · context",
+                     environment: "environment · context"};
+
+function transcriptView(e) {
+  // The first prompt folded (the group card shows the task); every later turn in order.
+  const first = e.messages.filter((m) => m.part === "prompt");
+  const rest = e.messages.filter((m) => m.part !== "prompt");
+  const last = rest.map((m) => m.part).lastIndexOf("model");  // the graded final turn
+  let turn = 0;
+  const rows = rest.map((m, k) => {
+    if (m.part === "model") turn += 1;
+    return messageView(m, m.part === "model" ? `turn ${turn} · ` : "", k === last);
+  });
+  return el("div", {cls: "transcript"}, [
+    first.length ? el("details", {cls: "first-prompt"}, [
+      el("summary", {text: `first prompt: ${first.length} message(s), context`}),
+      ...first.map((m) => messageView(m, "")),
+    ]) : null,
+    ...rows,
+    e.more_messages ? el("div", {cls: "muted", text: `… ${e.more_messages} more message(s) not shown`}) : null,
+  ]);
+}
+
+function messageView(m, prefix, final = false) {
+  const who = m.role + (m.name ? ` (${m.name})` : "");
+  const text = m.segments
+    ? m.segments.map((s) => el("span", {cls: s.kind === "tool_call" ? "tool-call" : "", text: s.text}))
+    : [m.text];
+  if (m.cut) text.push(`\n… (${m.cut} more characters)`);
+  return el("div", {cls: `turn ${m.part}`}, [
+    el("div", {cls: "turn-label", text: `${prefix}${who} · ${PART_LABELS[m.part] || m.part}`}),
+    el("pre", {cls: final ? "turn-text completion" : "turn-text"}, text),
   ]);
 }
 
