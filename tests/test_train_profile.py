@@ -102,15 +102,24 @@ def test_auto_prompt_style_follows_the_tokenizer():
     assert resolve_style("plain", SimpleNamespace(chat_template="{{ x }}")) == "plain"
 
 
-def test_threads_0_uses_every_core():
+@pytest.mark.parametrize("omp", [None, "1", "64", "junk"])
+def test_threads_0_uses_every_core(monkeypatch, omp):
+    """model.threads=0: every core of the process's affinity, or OMP_NUM_THREADS when
+    the operator set it lower (a larger or unreadable value changes nothing)."""
+    if omp is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", omp)
+    cores = len(os.sched_getaffinity(0))
+    expected = 1 if omp == "1" else cores
     before = torch.get_num_threads()
     try:
         cfg = load_config(TrainConfig, overrides=["model.threads=0", "model.tiny.num_layers=1",
                                                   "model.tiny.hidden_size=16",
                                                   "model.tiny.intermediate_size=32",
                                                   "model.tiny.num_heads=2"])
-        torch.set_num_threads(1)  # as torch's own default (physical cores) may leave it
+        torch.set_num_threads(1 if expected > 1 else 2)  # not what it should become
         load_policy(cfg.model, seed=0)
-        assert torch.get_num_threads() == len(os.sched_getaffinity(0))
+        assert torch.get_num_threads() == expected
     finally:
         torch.set_num_threads(before)

@@ -21,9 +21,12 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 
 def every_core() -> int:
     """Cores this process may run on (its CPU affinity, which containers and taskset
-    narrow). torch's own default counts physical cores: fewer than the vCPUs of a
-    hyperthreaded machine."""
-    return max(1, len(os.sched_getaffinity(0)))
+    narrow), or fewer where OMP_NUM_THREADS says so: the operator's own limit (two
+    processes sharing the cores, such as the test suite's two workers). torch's own
+    default counts physical cores: fewer than the vCPUs of a hyperthreaded machine."""
+    cores = max(1, len(os.sched_getaffinity(0)))
+    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return min(cores, int(limit)) if limit.isdigit() and int(limit) > 0 else cores
 
 
 def pick_device(name: str) -> torch.device:
