@@ -27,6 +27,7 @@ from rlvr.data.prompts import PromptRenderer
 from rlvr.distributed.context import Dist, reduce_metrics
 from rlvr.distributed.fsdp import full_state_dict, grad_norm, load_full_into
 from rlvr.data.records import TaskRecord, prompt_text
+from rlvr.environments.registry import environment_factory
 from rlvr.episodes.render import TurnRenderer
 from rlvr.episodes.runner import Episode, run_episodes
 from rlvr.rollout.base import RolloutEngine, SamplingParams
@@ -34,7 +35,6 @@ from rlvr.training.accumulate import combine_stats, micro_batches
 from rlvr.training.algorithm import Algorithm, build_algorithm
 from rlvr.training.batch import PackedBatch, pack
 from rlvr.training.config import TrainConfig
-from rlvr.environments.registry import environment_factory
 from rlvr.training.episode_metrics import episode_metrics, episode_record
 from rlvr.training.optim import release_gradients
 from rlvr.training.prompt_order import PromptOrder, take

@@ -27,9 +27,10 @@ import torch
 
 from rlvr.audit.live import LiveAudit
 from rlvr.config import config_to_dict, load_config, save_config
-
+from rlvr.data.records import TaskRecord
 from rlvr.distributed.context import Dist, check_same, init_from_env, peer_failures
 from rlvr.distributed.fsdp import save_optimizer, shard
+from rlvr.environments.registry import environment_factory
 from rlvr.errors import UserError
 from rlvr.rollout.base import rollout_path
 from rlvr.rollout.factory import build_engine
@@ -40,7 +41,6 @@ from rlvr.training.batch import choose_update_path
 from rlvr.training.checkpoint import (OPTIMIZER_DCP, checkpoint_step, latest_checkpoint,
                                       load_trainer_state, save_checkpoint, staging_dir)
 from rlvr.training.config import TrainConfig, check_distributed
-from rlvr.environments.registry import environment_factory
 from rlvr.training.clock import TrainingClock
 from rlvr.training.evaluate import (EvalSchedule, HeldOutLog, eval_grader, eval_plan,
                                     evaluate)
@@ -73,21 +73,13 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     """Run (or resume) training in `run_dir`; returns the summary written to summary.json."""
     started = time.perf_counter()
     dist = join_ranks(cfg, resume)  # alone (world 1) unless launched by torchrun
-    check_model_path(cfg.model)  # bad input fails before anything is written
-    check_reward_backend(cfg.reward)  # reward.backend=ray without Ray, too
-    check_trackers(cfg.logging)  # logging.backends=[wandb] without wandb, too
-    train_records, held_out = load_data(cfg.data, cfg.seed)
-    check_guard(cfg, held_out)  # eval.keep_best without held-out data, too
+    train_records, held_out = _checked_inputs(cfg)
     held_out = held_out if dist.is_main else []  # rank 0 evaluates; the others wait
     run = RunDir(run_dir).create() if dist.is_main else ReadOnlyRunDir(run_dir)
     dist.barrier()  # the run directory exists before any other rank reads it
     progress = progress if progress is not None and dist.is_main else Progress(cfg.steps,
                                                                                 quiet=True)
-    if resume and run.config.is_file():  # the CLI checked the overrides; this, the values
-        check_resumable(load_config(TrainConfig, run.config), cfg)
-    checkpoint = _resume_point(cfg, run) if resume else None
-    if checkpoint is not None:  # before the model loads: a damaged log line stops us here
-        run.truncate_logs_after(checkpoint_step(checkpoint))
+    checkpoint = _resumed_from(cfg, run) if resume else None
     if dist.is_main:
         save_config(cfg, run.config)  # a resumed run's too: its `steps` may have grown
     # Started before the model: a tracker that cannot start fails the run here.
@@ -113,13 +105,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         with verifier_pool(cfg.reward, preload=sorted(verifiers)) as workers:
             # reward models score here, on the policy's device (rlvr.training.rewards)
             pool = LocalScoring(workers, next(model.parameters()).device)
-            plan = eval_plan(cfg)
-            grader = eval_grader(cfg)
-            evaluate_now = lambda: evaluate(engine, renderer, pool, held_out,  # noqa: E731
-                                            verifier=grader[0], options=grader[1], plan=plan,
-                                            display=progress)
-            log_eval = HeldOutLog(evaluate_now, run, TrainingClock(), wall_origin=started)
-            log_eval.on_row = trackers.log_evals  # each evals.jsonl line, to the trackers too
+            log_eval = _held_out_log(cfg, engine, renderer, pool, held_out, run, progress,
+                                     trackers, started)
             state: dict[str, Any] = {"elapsed": 0.0}
             if checkpoint is None:
                 state = _warm_start(cfg, model, tokenizer, renderer, train_records, log_eval,
@@ -129,25 +116,12 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
                                dist, sampler)
             trainer.update = update
             trainer.paths = recorded_paths(engine, update)
-            if checkpoint is None:
-                _checkpoint(trainer, run, 0, state)
-            else:
-                state = load_trainer_state(checkpoint, trainer.optimizer, trainer.scheduler,
-                                           trainer.model)
-                trainer.order.load_state_dict(state["data"])
-                progress.message(f"resuming {run.path} from step {state['step']}")
+            state = _first_checkpoint_or_resume(trainer, run, state, checkpoint, progress)
             # the collapse watch and the best checkpoint (a resume replays the kept logs)
             guard = RunGuard(cfg, run, progress, dist, state.get("step") if checkpoint else None)
             guard.evaluated(0, state.get("eval_before", {}) if checkpoint is None else {},
                             trainer)
-            # After the step-0 checkpoint (which then holds no all-zero moments) and a resume
-            # (whose state is loaded): the moments now, below every step's temporaries.
-            allocate_state(trainer.optimizer)
-            # Everything built so far (model, tokenizer, data, modules imported) lives for the
-            # whole run: freezing it keeps Python's full collections from re-scanning it,
-            # which cost ~0.16 s every few steps on SmolLM2 (CPython's gc.freeze).
-            gc.collect()
-            gc.freeze()
+            _settle_memory(trainer)
             try:
                 summary = _rl_steps(trainer, run, state, log_eval, progress, trackers, guard)
             finally:
@@ -164,6 +138,66 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     dist.barrier()  # every rank done before any leaves (rank 0 wrote the summary)
     dist.close()
     return summary
+
+
+def _held_out_log(cfg: TrainConfig, engine: Any, renderer: Any, pool: Any,
+                  held_out: list[TaskRecord], run: RunDir, progress: Progress, trackers: Any,
+                  started: float) -> HeldOutLog:
+    """The held-out evaluation as the run calls it (before RL, on its schedule, after),
+    each evals.jsonl line also sent to the trackers."""
+    plan, grader = eval_plan(cfg), eval_grader(cfg)
+    evaluate_now = lambda: evaluate(engine, renderer, pool, held_out,  # noqa: E731
+                                    verifier=grader[0], options=grader[1], plan=plan,
+                                    display=progress)
+    log_eval = HeldOutLog(evaluate_now, run, TrainingClock(), wall_origin=started)
+    log_eval.on_row = trackers.log_evals
+    return log_eval
+
+
+def _settle_memory(trainer: Trainer) -> None:
+    """After the step-0 checkpoint (which then holds no all-zero moments) and a resume
+    (whose state is loaded): AdamW's moments now, below every step's temporaries. And
+    everything built so far (model, tokenizer, data, modules imported) lives for the
+    whole run: freezing it keeps Python's full collections from re-scanning it, which
+    cost ~0.16 s every few steps on SmolLM2 (CPython's gc.freeze)."""
+    allocate_state(trainer.optimizer)
+    gc.collect()
+    gc.freeze()
+
+
+def _checked_inputs(cfg: TrainConfig) -> tuple[list[TaskRecord], list[TaskRecord]]:
+    """The training and held-out records, after every check that needs no model: bad
+    input fails here, before anything is written."""
+    check_model_path(cfg.model)
+    check_reward_backend(cfg.reward)  # reward.backend=ray without Ray
+    check_trackers(cfg.logging)  # logging.backends=[wandb] without wandb
+    train_records, held_out = load_data(cfg.data, cfg.seed)
+    check_guard(cfg, held_out)  # eval.keep_best without held-out data
+    return train_records, held_out
+
+
+def _first_checkpoint_or_resume(trainer: Trainer, run: RunDir, state: dict[str, Any],
+                                checkpoint: Path | None, progress: Progress) -> dict[str, Any]:
+    """A fresh run writes its step-0 checkpoint; a resumed one loads the optimizer,
+    scheduler and data order of `checkpoint` (its weights are already loaded)."""
+    if checkpoint is None:
+        _checkpoint(trainer, run, 0, state)
+        return state
+    state = load_trainer_state(checkpoint, trainer.optimizer, trainer.scheduler, trainer.model)
+    trainer.order.load_state_dict(state["data"])
+    progress.message(f"resuming {run.path} from step {state['step']}")
+    return state
+
+
+def _resumed_from(cfg: TrainConfig, run: RunDir) -> Path:
+    """The checkpoint a resume continues from, its config checked against the run's and
+    the logs cut back to its step: before the model loads, so a changed value or a
+    damaged log line stops the resume here."""
+    if run.config.is_file():  # the CLI checked the overrides; this, the values
+        check_resumable(load_config(TrainConfig, run.config), cfg)
+    checkpoint = _resume_point(cfg, run)
+    run.truncate_logs_after(checkpoint_step(checkpoint))
+    return checkpoint
 
 
 def _resume_point(cfg: TrainConfig, run: RunDir) -> Path:
