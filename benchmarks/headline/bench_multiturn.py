@@ -64,6 +64,14 @@ def read_run(run_dir: Path) -> dict:
             "N": summary["steps"], "wall_seconds": summary["wall_seconds"]}
 
 
+def environment(run_dir: Path) -> str:
+    """The run's environment (TASK in the headline), from its resolved config.yaml."""
+    import yaml
+
+    config = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+    return str(config["episodes"]["environment"])
+
+
 def headline(task: str, r: dict) -> str:
     return (f"multiturn: {task} final-turn success {r['A']:.3f} -> {r['B']:.3f} in "
             f"{r['S']:.0f} s ({r['N']} steps), solved after feedback "
@@ -91,7 +99,7 @@ def main() -> int:
     out = RESULTS / f"multiturn-{time.strftime('%Y%m%d-%H%M')}-seed{args.seed}.json"
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result), flush=True)
-    print(headline("guess_number", result), flush=True)
+    print(headline(environment(run_dir), result), flush=True)
     return 0
 
 
