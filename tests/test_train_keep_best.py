@@ -13,6 +13,7 @@ import pytest
 from safetensors.torch import load_file
 
 import rlvr.training.run as run_module
+import rlvr.training.evaluate as evaluate_module
 from rlvr.cli.main import main
 from rlvr.config import ConfigError
 from rlvr.evaluation.model_source import ModelSourceError, latest_checkpoint, resolve
@@ -34,14 +35,14 @@ def scripted(monkeypatch):
     """Held-out accuracies in evaluation order: the real evaluation runs, then its
     accuracy is replaced by the next scripted one (as if the model had scored it)."""
     script: list[float] = []
-    real = run_module.evaluate
+    real = evaluate_module.evaluate  # what the run's held-out evaluator calls
 
     def evaluate(*args, **kwargs):
         result = real(*args, **kwargs)
         result["accuracy"] = result["row"]["greedy/accuracy"] = script.pop(0)
         return result
 
-    monkeypatch.setattr(run_module, "evaluate", evaluate)
+    monkeypatch.setattr(evaluate_module, "evaluate", evaluate)
     return script
 
 

@@ -11,12 +11,14 @@ from typing import Any, Callable, Sequence
 
 from rlvr.data.prompts import PromptRenderer
 from rlvr.data.records import TaskRecord, prompt_text
+from rlvr.episodes.render import TurnRenderer
 from rlvr.evaluation.held_out import EvalPlan, run_held_out
 from rlvr.evaluation.progress import Progress as EvalProgress
 from rlvr.rollout.base import RolloutEngine
 from rlvr.runs import Progress, RunDir
 from rlvr.training.clock import TrainingClock
 from rlvr.training.config import TrainConfig
+from rlvr.training.episode_eval import evaluate_episodes
 from rlvr.verifiers.pool import BatchVerifier
 
 
@@ -34,6 +36,25 @@ def eval_grader(cfg: TrainConfig) -> tuple[str, dict[str, Any]]:
     if cfg.eval.verifier:
         return cfg.eval.verifier, cfg.eval.options
     return cfg.reward.verifier, cfg.reward.options
+
+
+def held_out_evaluator(cfg: TrainConfig, engine: RolloutEngine, renderer: PromptRenderer,
+                       pool: BatchVerifier, records: Sequence[TaskRecord],
+                       make_env: Callable[[TaskRecord], Any],
+                       display: Progress | None = None) -> Callable[[], dict[str, Any]]:
+    """The run's held-out evaluation as a call: one-turn answers (`evaluate`), or, when
+    an episode has several turns, one greedy episode per record in the run's
+    environment `make_env` (rlvr.training.episode_eval; eval.n's sampled pass is
+    one-turn only, and not run for episodes)."""
+    verifier, options = eval_grader(cfg)
+    if cfg.episodes.max_turns == 1:
+        plan = eval_plan(cfg)
+        return lambda: evaluate(engine, renderer, pool, records, verifier=verifier,
+                                options=options, plan=plan, display=display)
+    turns = TurnRenderer(renderer)
+    return lambda: evaluate_episodes(engine, turns, make_env, pool, records,
+                                     cfg.episodes.max_turns, cfg.sampling.max_new_tokens,
+                                     cfg.sampling.stop, cfg.seed, verifier, options)
 
 
 def evaluate(engine: RolloutEngine, renderer: PromptRenderer, pool: BatchVerifier,

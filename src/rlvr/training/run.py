@@ -42,8 +42,7 @@ from rlvr.training.checkpoint import (OPTIMIZER_DCP, checkpoint_step, latest_che
                                       load_trainer_state, save_checkpoint, staging_dir)
 from rlvr.training.config import TrainConfig, check_distributed
 from rlvr.training.clock import TrainingClock
-from rlvr.training.evaluate import (EvalSchedule, HeldOutLog, eval_grader, eval_plan,
-                                    evaluate)
+from rlvr.training.evaluate import EvalSchedule, HeldOutLog, held_out_evaluator
 from rlvr.training.guard import RunGuard, check_guard
 from rlvr.training.loop import Trainer, rl_step
 from rlvr.training.memory import retain_freed_memory
@@ -105,15 +104,16 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         with verifier_pool(cfg.reward, preload=sorted(verifiers)) as workers:
             # reward models score here, on the policy's device (rlvr.training.rewards)
             pool = LocalScoring(workers, next(model.parameters()).device)
-            log_eval = _held_out_log(cfg, engine, renderer, pool, held_out, run, progress,
-                                     trackers, started)
+            make_env = run_environment(cfg, tokenizer)
+            log_eval = _held_out_log(cfg, engine, renderer, pool, held_out, make_env, run,
+                                     progress, trackers, started)
             state: dict[str, Any] = {"elapsed": 0.0}
             if checkpoint is None:
                 state = _warm_start(cfg, model, tokenizer, renderer, train_records, log_eval,
                                     progress, engine)
                 state["elapsed"] = time.perf_counter() - started
             trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run,
-                               dist, sampler)
+                               dist, sampler, make_env)
             trainer.update = update
             trainer.paths = recorded_paths(engine, update)
             state = _first_checkpoint_or_resume(trainer, run, state, checkpoint, progress)
@@ -141,14 +141,13 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
 
 
 def _held_out_log(cfg: TrainConfig, engine: Any, renderer: Any, pool: Any,
-                  held_out: list[TaskRecord], run: RunDir, progress: Progress, trackers: Any,
-                  started: float) -> HeldOutLog:
-    """The held-out evaluation as the run calls it (before RL, on its schedule, after),
-    each evals.jsonl line also sent to the trackers."""
-    plan, grader = eval_plan(cfg), eval_grader(cfg)
-    evaluate_now = lambda: evaluate(engine, renderer, pool, held_out,  # noqa: E731
-                                    verifier=grader[0], options=grader[1], plan=plan,
-                                    display=progress)
+                  held_out: list[TaskRecord], make_env: Any, run: RunDir, progress: Progress,
+                  trackers: Any, started: float) -> HeldOutLog:
+    """The held-out evaluation as the run calls it (before RL, on its schedule, after;
+    episodes in the run's environment when they have several turns), each evals.jsonl
+    line also sent to the trackers."""
+    evaluate_now = held_out_evaluator(cfg, engine, renderer, pool, held_out, make_env,
+                                      progress)
     log_eval = HeldOutLog(evaluate_now, run, TrainingClock(), wall_origin=started)
     log_eval.on_row = trackers.log_evals
     return log_eval
@@ -243,7 +242,7 @@ def _warm_start(cfg: TrainConfig, model: Any, tokenizer: Any, renderer: Any, rec
 
 def _trainer(cfg: TrainConfig, model: Any, tokenizer: Any, engine: Any, renderer: Any,
              pool: BatchVerifier, records: list, run: RunDir, dist: Dist,
-             sampler: Any) -> Trainer:
+             sampler: Any, make_env: Any) -> Trainer:
     o, a = cfg.optim, cfg.algorithm
     optimizer = build_optimizer(model, o.lr, o.weight_decay, o.betas)
     total = max(1, cfg.steps * a.epochs * a.minibatches)
@@ -251,13 +250,17 @@ def _trainer(cfg: TrainConfig, model: Any, tokenizer: Any, engine: Any, renderer
     reference = _reference_model(cfg, sampler or model, tokenizer, run, dist)
     if reference is not None and dist.active:
         reference = shard(reference, _device_type(cfg), dist.world)
-    e = cfg.episodes  # the environment every task runs in (rlvr.environments.registry)
-    make_env = environment_factory(e.environment, e.options,
-                                   e.limits(cfg.sampling.max_new_tokens),
-                                   getattr(tokenizer, "chat_template", None))
     return Trainer(cfg, model, tokenizer, engine, renderer, pool, optimizer, scheduler,
                    PromptOrder(len(records), cfg.seed), records, reference, dist=dist,
                    sampler=sampler, make_env=make_env)
+
+
+def run_environment(cfg: TrainConfig, tokenizer: Any) -> Any:
+    """`make_env(record)`: the environment every task runs in, in training and held-out
+    evaluation alike (rlvr.environments.registry)."""
+    e = cfg.episodes
+    return environment_factory(e.environment, e.options, e.limits(cfg.sampling.max_new_tokens),
+                               getattr(tokenizer, "chat_template", None))
 
 
 def _reference_model(cfg: TrainConfig, model: Any, tokenizer: Any, run: RunDir,
