@@ -12,47 +12,26 @@
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
+import serve_helpers
+
 TESTS = Path(__file__).resolve().parent
-SRC = str(TESTS.parent / "src")
 
 
-class Server:
-    """A running server; `url` is http://127.0.0.1:PORT."""
+class Server(serve_helpers.Server):
+    """A running server (serve_helpers.Server's start and stop); `url` is
+    http://127.0.0.1:PORT."""
 
     def __init__(self, *argv: str, token: str = "") -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, str(TESTS),
-                                                            os.environ.get("PYTHONPATH", "")])}
-        for name in ("RLVR_SERVE_TOKEN", "RLVR_SERVE_TOKEN_FILE"):
-            env.pop(name, None)
-        if token:
-            env["RLVR_SERVE_TOKEN"] = token
-        self.process = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, env=env)
-        line = self.process.stdout.readline()  # printed once the socket is bound
-        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-        if not match:
-            self.process.kill()
-            raise RuntimeError(f"server did not start: {line!r} "
-                               f"{self.process.stderr.read()[-2000:]}")
-        self.url = f"http://127.0.0.1:{match.group(1)}"
+        super().__init__(token=token, command=argv)
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+    def stop(self) -> int:
+        code = super().stop()
         self.process.stdout.close()
         self.process.stderr.close()
+        return code
 
 
 def toy_server() -> Server:

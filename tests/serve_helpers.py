@@ -23,9 +23,11 @@ class Server:
     """A running `rlvr serve`; `url` is http://127.0.0.1:PORT."""
 
     def __init__(self, *args: str, token: str = "", env: dict[str, str] | None = None,
-                 preexec_fn=None) -> None:
+                 preexec_fn=None, command: tuple[str, ...] = ("-m", "rlvr", "serve", "--port",
+                                                              "0")) -> None:
         """`token` is given through $RLVR_SERVE_TOKEN (and used by `headers()`); `env`
-        adds variables to the server's environment."""
+        adds variables to the server's environment; `command`: another server that binds
+        a free loopback port and prints its URL first (tests/openenv_helpers.py)."""
         full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [SRC, TESTS, os.environ.get("PYTHONPATH", "")])}
         for name in ("RLVR_SERVE_TOKEN", "RLVR_SERVE_TOKEN_FILE"):
@@ -34,14 +36,14 @@ class Server:
             full_env["RLVR_SERVE_TOKEN"] = token
         full_env.update(env or {})
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "rlvr", "serve", "--port", "0", *args],
+            [sys.executable, *command, *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env,
             preexec_fn=preexec_fn)
         line = self.process.stdout.readline()  # printed once the workers are ready
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
         if not match:
             self.process.kill()
-            raise RuntimeError(f"rlvr serve did not start: {line!r} "
+            raise RuntimeError(f"{' '.join(command)} did not start: {line!r} "
                                f"{self.process.stderr.read()[-2000:]}")
         self.url = f"http://127.0.0.1:{match.group(1)}"
         self.token = token
