@@ -72,11 +72,16 @@ class Trainer:
     def __post_init__(self) -> None:
         self.algo = build_algorithm(self.cfg.algorithm, self.cfg.sampling.max_new_tokens,
                                     self.engine.capabilities.logprobs_match_trainer)
-        e = self.cfg.episodes
-        self.make_env = self.make_env or environment_factory(
-            e.environment, e.options, e.limits(self.cfg.sampling.max_new_tokens),
-            getattr(self.tokenizer, "chat_template", None))
+        self.make_env = self.make_env or run_environment(self.cfg, self.tokenizer)
         self.turns = self.turns or TurnRenderer(self.renderer)
+
+
+def run_environment(cfg: TrainConfig, tokenizer: Any) -> Any:
+    """`make_env(record)`: the environment every task runs in, in training and held-out
+    evaluation alike (rlvr.environments.registry)."""
+    e = cfg.episodes
+    return environment_factory(e.environment, e.options, e.limits(cfg.sampling.max_new_tokens),
+                               getattr(tokenizer, "chat_template", None))
 
 
 @dataclass
@@ -183,9 +188,8 @@ def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Grou
                                 seed=_sampling_seed(cfg.seed, step, keep.draws),
                                 # Only the replay path reads kept activations (it is
                                 # never chosen under dynamic sampling's mixed draws, nor
-                                # for episodes with environment turns).
-                                keep_activations=t.update.wants_activations
-                                and cfg.episodes.max_turns == 1)
+                                # for episodes with environment turns: choose_update_path).
+                                keep_activations=t.update.wants_activations)
         began = time.perf_counter()
         records, episodes = generate_shards(t, records, params)  # this rank's share
         times["generate"] += time.perf_counter() - began

@@ -30,7 +30,6 @@ from rlvr.config import config_to_dict, load_config, save_config
 from rlvr.data.records import TaskRecord
 from rlvr.distributed.context import Dist, check_same, init_from_env, peer_failures
 from rlvr.distributed.fsdp import save_optimizer, shard
-from rlvr.environments.registry import environment_factory
 from rlvr.errors import UserError
 from rlvr.rollout.base import rollout_path
 from rlvr.rollout.factory import build_engine
@@ -44,7 +43,7 @@ from rlvr.training.config import TrainConfig, check_distributed
 from rlvr.training.clock import TrainingClock
 from rlvr.training.evaluate import EvalSchedule, HeldOutLog, held_out_evaluator
 from rlvr.training.guard import RunGuard, check_guard
-from rlvr.training.loop import Trainer, rl_step
+from rlvr.training.loop import Trainer, rl_step, run_environment
 from rlvr.training.memory import retain_freed_memory
 from rlvr.training.optim import allocate_state, build_optimizer, build_scheduler
 from rlvr.training.prompt_order import PromptOrder
@@ -253,14 +252,6 @@ def _trainer(cfg: TrainConfig, model: Any, tokenizer: Any, engine: Any, renderer
     return Trainer(cfg, model, tokenizer, engine, renderer, pool, optimizer, scheduler,
                    PromptOrder(len(records), cfg.seed), records, reference, dist=dist,
                    sampler=sampler, make_env=make_env)
-
-
-def run_environment(cfg: TrainConfig, tokenizer: Any) -> Any:
-    """`make_env(record)`: the environment every task runs in, in training and held-out
-    evaluation alike (rlvr.environments.registry)."""
-    e = cfg.episodes
-    return environment_factory(e.environment, e.options, e.limits(cfg.sampling.max_new_tokens),
-                               getattr(tokenizer, "chat_template", None))
 
 
 def _reference_model(cfg: TrainConfig, model: Any, tokenizer: Any, run: RunDir,
