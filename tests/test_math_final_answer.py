@@ -39,6 +39,11 @@ SELF_CORRECTIONS = [
     r"\boxed{2}. Hmm, maybe it is \boxed{3}? Checking again: 17 - 15 = 2, so \boxed{2}.",
     r"\boxed{3}. Wait: 17 - 15 = 2.",  # a closing `= VALUE` is a commitment
     r"\fbox{3} was a slip; the final answer is $\boxed{2}$.",
+    # a retraction that names its value and stops is a commitment too
+    "The answer is 3. Actually no, 2.",
+    "The answer is 3. Actually, the answer is 4. Actually no, 2.",
+    r"\boxed{3}. No, 2.",
+    r"\boxed{3}. Actually no, it is $2$!",
 ]
 
 
@@ -111,6 +116,8 @@ def test_hedges_stay_zero(completion):
     (r"\boxed{5}. So the perimeter is 4 * 5 = 20.", "5", "A square has side 5."),
     (r"\boxed{5}. So the perimeter is 20.", "5", None),
     (r"\boxed{2}. Indeed, 17 - 15 = 2 and 2 + 15 = 17.", "2", None),
+    # "No, 3 ..." that goes on is a sentence about 3, not a retraction naming it
+    (r"\boxed{2}. No, 3 is what adding one more would give.", "2", SUBTRACTION),
 ])
 def test_explanation_and_justification_are_not_the_answer(completion, gold, prompt):
     assert V.verify(completion, gold, prompt=prompt).passed

@@ -23,8 +23,12 @@ _MARKER = re.compile(rf"####|\b(?:final\s+)?(?:answer|result)\s*(?:(?:{ANSWER_VE
 # What a response says when it takes back its answer: a later value corrects the box.
 _CORRECTION = re.compile(r"\b(?:actually|correction|wait|mistake|wrong|oops|instead)\b",
                          re.IGNORECASE)
-_CORRECTED_TO = re.compile(r"\b(?:actually|correction)\b\s*[:,]?\s*(?:it'?s\s+|it\s+is\s+)?",
-                           re.IGNORECASE)
+# "Actually no, X." and a sentence opening "No, X." take back and name X only when X
+# ends the sentence ("No, 3 is what adding gives" is about 3, not an answer).
+_CORRECTED_TO = re.compile(r"(?:\b(?:actually|correction)\b\s*[:,]?\s*(?P<no>no\b\s*[:,;!]?\s*)?"
+                           r"|(?:^|(?<=[.!?;]\s)|(?<=\n))(?P<bare_no>no\s*[:,;!]\s*))"
+                           r"(?:it'?s\s+|it\s+is\s+)?", re.IGNORECASE | re.MULTILINE)
+_ONLY_VALUE_CLOSES = re.compile(r"^\$?[-+]?[\d.,]*\d\$?\s*[.!]?\s*$")
 # A bold number with only closing punctuation after it: "... is **8100**." at the end.
 _FINAL_BOLD = re.compile(r"(?:\\textbf\{|\\mathbf\{|\*\*)\s*\$?([-+]?[\d.,]*\d)\$?\s*(?:\}|\*\*)"
                          r"[\s.!$)\]]*$")
@@ -167,13 +171,16 @@ def last_commitment(completion: str) -> Statement | None:
 
 
 def _corrections(completion: str) -> list[Statement]:
-    """Each "Actually, X" / "Correction: X", X read up to the line end."""
+    """Each "Actually, X" / "Correction: X" / "Actually no, X." / "No, X.", X read up to
+    the line end."""
     found = []
     for match in _CORRECTED_TO.finditer(completion):
         line_end = completion.find("\n", match.end())
         line_end = len(completion) if line_end < 0 else line_end
-        found.append(Statement(completion[match.end():line_end].strip(), match.start(),
-                               line_end, "marker"))
+        text = completion[match.end():line_end].strip()
+        if (match.group("no") or match.group("bare_no")) and not _ONLY_VALUE_CLOSES.match(text):
+            continue
+        found.append(Statement(text, match.start(), line_end, "marker"))
     return found
 
 

@@ -1,5 +1,6 @@
 """Answers committed to in words: "the answer is X", "the final result is **X**",
-"Actually, X", "Correction: it's X" (method "statement"), and the value X each reads.
+"Actually, X", "Correction: it's X", and a retraction that names its value and stops
+("Actually no, X.", "No, X." opening a sentence) (method "statement"), and the value X each reads.
 "La respuesta es X", "La réponse est X", "Die Antwort ist X" and "答案是 X" are the
 same statements. "The result (solution) is X" is one too (method "result"), but one
 that may name a step of the working, so a closing value after it supersedes it
@@ -24,9 +25,12 @@ from rlvr.verifiers.math.spans import is_money
 _STATEMENT = re.compile(
     r"\b(?:final\s+|correct\s+|right\s+|true\s+)?(?:answer|result|solution)\s*"
     rf"(?:{ANSWER_VERBS})\s*:?\s*"
-    # a correction: "Actually, 500." / "Correction: it is 500"
-    r"|\b(?:actually|correction|rather|instead)\b\s*[:,]?\s*(?:(?:it|that)(?:'s|\s+is)\s+)?"
-    r"(?:the\s+answer\s+is\s+)?"
+    # a correction: "Actually, 500." / "Correction: it is 500" / "Actually no, 500."
+    r"|\b(?:actually|correction|rather|instead)\b\s*[:,]?\s*(?P<no>no\b\s*[:,;!]?\s*)?"
+    r"(?:(?:it|that)(?:'s|\s+is)\s+)?(?:the\s+answer\s+is\s+)?"
+    # a retraction opening its sentence: "No, 500." / "No: it is 500."
+    r"|(?:^|(?<=[.!?;]\s)|(?<=\n))(?P<bare_no>no\s*[:,;!]\s*)"
+    r"(?:(?:it|that)(?:'s|\s+is)\s+)?(?:the\s+answer\s+is\s+)?"
     # the same statement in a few other languages models answer in
     r"|\b(?:la\s+)?respuesta\s+(?:final\s+|correcta\s+)?es\s*:?\s*"
     r"|\b(?:la\s+)?r[ée]ponse\s+(?:finale\s+|correcte\s+)?est\s*:?\s*"
@@ -47,6 +51,8 @@ _VALUE = re.compile(
     rf"|(?P<plain>{_NUMBER})(?=\s*(?:[.,;:!?)\u3002\uff0c\uff01\u4e00-\u9fff]|$)|\s+[A-Za-z])")
 # `**$18$**`, `\textbf{\$18}.`: the value inside bold text
 _WRAPPING = re.compile(r"^\s*(?:\\?\$|\\\()?\s*(?P<inner>.*?)\s*(?:\$|\\\))?\s*[.,]?\s*$")
+# after a retraction's value: the end of its sentence ("No, 3." / "Actually no, $3$!")
+_CLOSES = re.compile(r"\s*(?:[.!;\n]|$)")
 VALUE_WINDOW = 200  # characters read after a statement for its value
 MAX_STATEMENTS = 50  # statements read, from the end: only the last ones can be final
 
@@ -87,6 +93,9 @@ def statement_candidates(text: str) -> list[Candidate]:
         if _NOT.match(text, match.end()):
             continue
         value = _value(text, match.end())
+        if value is not None and (match.group("no") or match.group("bare_no")) \
+                and not _CLOSES.match(text, value[1]):
+            continue  # "No, 3 is what adding gives": a retraction names its value and stops
         if value is not None:
             # "the result is 12" may name a step of the working; "the answer is" never does
             method = "result" if _STEP.search(match.group()) else "statement"
