@@ -44,6 +44,7 @@ RESUMABLE_FIELDS: dict[str, str] = {
                     "wandb_mode", "wandb_entity", "mlflow_tracking_uri")},
     "reward.remote_urls": "which rlvr serve servers grade, not how",
     "reward.remote_token": "the servers' token, not how they grade",
+    "episodes.options.url": "where the `openenv` environment's server is, not what it plays",
 }
 
 
