@@ -12,7 +12,7 @@ import re
 import pytest
 
 pytest.importorskip("verifiers.legacy", reason="verifiers 0.3.1 is not installed (pip "
-                    "install 'rlvr[verifiers]'; docs/environments.md gives the no-deps "
+                    "install 'rlvr[verifiers]'; docs/recipes.md gives the no-deps "
                     "command for rlvr's development venv)")
 
 import verifiers_env_fixtures as fx  # noqa: E402
