@@ -59,6 +59,10 @@ def _coerce(where: str, kind: Any, value: Any) -> Any:
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise OptionError(f"{where}: expected a list of strings, got {value!r}")
         return tuple(value)
+    if kind is dict or origin is dict:  # dict[str, Any]: a mapping passed on as given
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            raise OptionError(f"{where}: expected a mapping with string keys, got {value!r}")
+        return dict(value)
     if kind is bool:
         ok = isinstance(value, bool)
     elif kind is int:

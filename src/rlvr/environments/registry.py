@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from rlvr.data.records import TaskRecord
 from rlvr.environments import code_feedback, guess_number, python_tool
-from rlvr.environments.ecosystem import openenv_client
+from rlvr.environments.ecosystem import openenv_client, verifiers_env
 from rlvr.environments.options import parse_options
 from rlvr.environments.tools import supports_tool_role
 from rlvr.episodes import single_turn
@@ -131,5 +131,8 @@ for _spec in (
     EnvironmentSpec(openenv_client.NAME, openenv_client.make, openenv_client.OpenEnvOptions,
                     "any OpenEnv environment server (pip install 'rlvr[openenv]')",
                     openenv_client.parse_options),
+    EnvironmentSpec(verifiers_env.NAME, verifiers_env.make, verifiers_env.VerifiersOptions,
+                    "a verifiers library environment: its rows, its rubric "
+                    "(pip install 'rlvr[verifiers]')", verifiers_env.check_options),
 ):
     register(_spec)

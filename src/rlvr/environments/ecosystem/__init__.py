@@ -1,7 +1,10 @@
 """Environments from the ecosystem, in both directions (each an optional extra):
 `openenv` plays any OpenEnv environment server (openenv_client); rlvr's own tasks and
 verifiers are served as an OpenEnv environment (openenv_server, openenv_http); the
-tasks of reasoning-gym are a data source graded by its own scorers (reasoning_gym).
+tasks of reasoning-gym are a data source graded by its own scorers (reasoning_gym); an
+environment of the `verifiers` library is played with its dataset as the tasks and its
+rubric as the reward (verifiers_env; the registry adds it itself: importing it here would
+make `python -m rlvr.environments.ecosystem.verifiers_env` import it twice).
 
 `ECOSYSTEM_ENVIRONMENTS` is what the environment registry adds: name -> factory
 `factory(record, options, limits) -> Environment`, options checked by `OPTIONS[name]`
