@@ -26,6 +26,9 @@ class SamplingParams:
     # Engines that can keep their forward's activations for the update attach them to
     # each completion as `Completion.activations`; others ignore it.
     keep_activations: bool = False
+    # The next call will continue some of this call's rows (an episode's next turn):
+    # an engine that can keeps each row's keys/values for it (rlvr.rollout.prefix_store).
+    keep_prefix: bool = False
 
 
 @dataclass(frozen=True)
