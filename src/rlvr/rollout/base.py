@@ -142,6 +142,15 @@ class RolloutPath:
     reason: str = ""
 
 
+def prefix_reuse(engine: Any) -> str:
+    """How the engine reuses an episode's earlier turns' keys/values (its
+    `prefix_reuse()`; recorded as `rollout/prefix_reuse`): e.g. "kept keys/values",
+    "vllm prefix caching", "off: sampling.reuse_prefix=false"; "none" for an engine
+    that does not say."""
+    describe = getattr(engine, "prefix_reuse", None)
+    return describe() if callable(describe) else "none"
+
+
 def rollout_path(engine: Any) -> RolloutPath:
     """The engine's `decode_path()`; an engine without one is named by its class."""
     describe = getattr(engine, "decode_path", None)

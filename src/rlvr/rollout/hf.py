@@ -216,6 +216,10 @@ class HFRolloutEngine:
         why = fast_llama.why_not_native(self.model)
         return RolloutPath("fast_llama", why) if why else RolloutPath("fast_llama+native")
 
+    def prefix_reuse(self) -> str:
+        """Recorded as rollout/prefix_reuse (rlvr.rollout.base.prefix_reuse)."""
+        return "kept keys/values" if self.reuse_prefix else "off: sampling.reuse_prefix=false"
+
     def _fast_decodes(self) -> bool:
         return (self.fast_decode and self._device().type == "cpu"
                 and fast_llama.supports(self.model))
