@@ -218,6 +218,9 @@ class FastLlama:
         allowed = (causal & mask.bool()[:, None, :]) | torch.eye(width, dtype=torch.bool,
                                                                   device=input_ids.device)
         if cached:  # and every kept key/value of its own prompt
+            # zeros under the padding: masked columns weigh 0, and 0 * garbage may be NaN
+            self.keys[:, :, :, :cached] = 0
+            self.values[:, :, :, :cached] = 0
             prefix.write(self.keys, self.values, n)
             self.valid[:, :cached] = prefix.valid.repeat_interleave(n, 0)
             allowed = torch.cat([prefix.valid[:, None, :].expand(batch, width, cached),
