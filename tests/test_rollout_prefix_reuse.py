@@ -184,3 +184,20 @@ def test_three_turn_episodes_are_the_same_with_and_without_reuse(model, fast):
         assert g.logprobs == pytest.approx(w.logprobs, abs=TOL)
         turns += got.turns
     assert turns > len(records) * 3  # later turns really ran
+
+
+def test_vllm_is_started_with_prefix_caching_as_the_config_says():
+    """vLLM's automatic prefix caching is its prefix reuse: passed explicitly from
+    sampling.reuse_prefix (on by default), not left to vLLM's default."""
+    from rlvr.rollout.vllm.engine import VLLMSettings
+    from rlvr.rollout.vllm.runner import RunnerSettings, llm_kwargs
+    from rlvr.training.setup import engine_options
+    from train_helpers import tiny_config
+
+    for overrides, on in (((), True), (("sampling.reuse_prefix=false",), False)):
+        options = engine_options(tiny_config(*overrides))
+        assert (options.reuse_prefix, options.vllm["prefix_caching"]) == (on, on)
+        settings = VLLMSettings(**options.vllm)
+        kwargs = llm_kwargs(RunnerSettings(model="m", prefix_caching=settings.prefix_caching),
+                            {"max_position_embeddings": 64}, on_cpu=True)
+        assert kwargs["enable_prefix_caching"] is on and kwargs["max_model_len"] == 64
