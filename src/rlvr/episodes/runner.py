@@ -123,6 +123,8 @@ def run_episodes(engine: RolloutEngine, turns: TurnRenderer,
             _later_turn(engine, live, turn, params, turns)
     finally:
         _close([run for group in groups for run in group])
+        if hasattr(engine, "prefixes"):  # kept keys/values no later turn continues
+            engine.prefixes.clear()
     greedy = params.temperature <= 0
     return [[_episode(run, greedy) for run in group] for group in groups]
 
@@ -225,11 +227,12 @@ def _later_turn(engine: RolloutEngine, live: list[_Run], turn: int, params: Samp
 
 def _turn_params(params: SamplingParams, runs: list[_Run]) -> SamplingParams:
     """A turn samples at most max_new_tokens, and no more than any episode has left
-    (an episode with less is cut after sampling: `_take`)."""
+    (an episode with less is cut after sampling: `_take`). While an episode may have a
+    next turn, the engine keeps its rows' keys/values for it (`keep_prefix`)."""
     room = max(run.remaining for run in runs)
-    if room >= params.max_new_tokens:
-        return params
-    return replace(params, max_new_tokens=max(1, room))
+    more = any(len(run.samples) + 1 < run.limits.max_turns for run in runs)
+    return replace(params, max_new_tokens=max(1, min(room, params.max_new_tokens)),
+                   keep_prefix=more)
 
 
 def _take(run: _Run, sample: Completion, turns: TurnRenderer) -> None:

@@ -26,6 +26,9 @@ class SamplingParams:
     # Engines that can keep their forward's activations for the update attach them to
     # each completion as `Completion.activations`; others ignore it.
     keep_activations: bool = False
+    # The next call will continue some of this call's rows (an episode's next turn):
+    # an engine that can keeps each row's keys/values for it (rlvr.rollout.prefix_store).
+    keep_prefix: bool = False
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,15 @@ class RolloutPath:
 
     name: str
     reason: str = ""
+
+
+def prefix_reuse(engine: Any) -> str:
+    """How the engine reuses an episode's earlier turns' keys/values (its
+    `prefix_reuse()`; recorded as `rollout/prefix_reuse`): e.g. "kept keys/values",
+    "vllm prefix caching", "off: sampling.reuse_prefix=false"; "none" for an engine
+    that does not say."""
+    describe = getattr(engine, "prefix_reuse", None)
+    return describe() if callable(describe) else "none"
 
 
 def rollout_path(engine: Any) -> RolloutPath:

@@ -28,6 +28,8 @@ class EngineOptions:
     fast_decode: bool = True
     activation_budget_gb: float = 2.0
     vllm: Any = None  # engine=vllm: VLLMSettings or its fields as a dict (sampling.vllm)
+    reuse_prefix: bool = True  # an episode's turns continue the last turn's keys/values
+    prefix_budget_gb: float = 2.0
 
 
 def register_engine(name: str, target: str) -> None:
@@ -60,4 +62,5 @@ def build_engine(name: str, model: Any, tokenizer: Any,
         return cls.from_options(model, tokenizer, options)
     return cls(model, tokenizer, max_batch_rows=options.max_batch_rows,
                fast_decode=options.fast_decode,
-               activation_budget_gb=options.activation_budget_gb)
+               activation_budget_gb=options.activation_budget_gb,
+               reuse_prefix=options.reuse_prefix, prefix_budget_gb=options.prefix_budget_gb)

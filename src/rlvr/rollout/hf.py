@@ -19,6 +19,8 @@ from rlvr.models.families import LLAMA_FAMILY, cache_kwarg, unwrap
 from rlvr.accel.decode import fast_llama
 from rlvr.rollout.base import (Completion, EngineCapabilities, KeptActivations, RolloutPath,
                               SamplingParams)
+from rlvr.rollout import prefix_store
+from rlvr.rollout.prefix_store import PrefixStore, RowKeeper, suffix_batch, weights_token
 from rlvr.rollout.sampling import filter_logits, sample_tokens
 
 
@@ -33,6 +35,10 @@ class HFRolloutEngine:
     activation_budget_gb: with `SamplingParams.keep_activations`, the most memory a
                     decode call's kept activations may take (rlvr.accel.decode.capture; CPU
                     fast decode only); a call that would need more keeps none.
+    reuse_prefix:   with `SamplingParams.keep_prefix`, keep each row's keys/values for
+                    the next call, whose prompts that continue a row prefill only their
+                    new tokens (an episode's turns; rlvr.rollout.prefix_store), at most
+                    `prefix_budget_gb` of them.
     """
 
     # At best: activations from the CPU fast decode (`capabilities` says whether for the
@@ -41,7 +47,8 @@ class HFRolloutEngine:
     CAPABILITIES = EngineCapabilities(keeps_activations=True, logprobs_match_trainer=True)
 
     def __init__(self, model: Any, tokenizer: Any, max_batch_rows: int = 512,
-                 fast_decode: bool = True, activation_budget_gb: float = 2.0) -> None:
+                 fast_decode: bool = True, activation_budget_gb: float = 2.0,
+                 reuse_prefix: bool = True, prefix_budget_gb: float = 2.0) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_rows = max_batch_rows
@@ -50,6 +57,8 @@ class HFRolloutEngine:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.eos_ids = _eos_ids(model, tokenizer)
         self._fast: fast_llama.FastLlama | None = None
+        self.reuse_prefix = reuse_prefix
+        self.prefixes = PrefixStore(prefix_budget_gb * 2**30)
 
     @property
     def capabilities(self) -> EngineCapabilities:
@@ -61,6 +70,7 @@ class HFRolloutEngine:
         """The trainer changed (or swapped) the model: drop decode-time weight snapshots
         now, so they do not sit in memory through the update (rebuilt when sampling)."""
         self.model = model
+        self.prefixes.clear()  # computed by the old weights
         if self._fast is not None:
             self._fast.release()
 
@@ -77,8 +87,16 @@ class HFRolloutEngine:
                               else int(torch.randint(0, 2**62, (1,)).item()))
         done: list[Completion] = []
         per_batch = max(1, self.max_batch_rows // n)  # prompts whose n samples decode together
+        weights = weights_token(self.model) if self.reuse_prefix else None
+        hits = self.prefixes.match(encoded, weights)  # forgets rows this call does not continue
+        if params.keep_activations:  # kept activations cover whole prompts
+            hits = [None] * len(encoded)
+        keeper = (RowKeeper(self.prefixes, weights) if self.reuse_prefix and params.keep_prefix
+                  and not params.keep_activations else None)
         for start in range(0, len(encoded), per_batch):
-            done.extend(self._decode(encoded[start:start + per_batch], params, generator, n))
+            batch = slice(start, start + per_batch)
+            done.extend(self._decode(encoded[batch], params, generator, n, hits[batch], keeper))
+            hits[batch] = [None] * len(hits[batch])  # those kept rows are spent: free them
         return [done[i * n:(i + 1) * n] for i in range(len(encoded))]
 
     def _device(self) -> torch.device:
@@ -86,17 +104,17 @@ class HFRolloutEngine:
 
     @torch.inference_mode()
     def _decode(self, prompts: list[list[int]], params: SamplingParams,
-                generator: torch.Generator, n: int = 1) -> list[Completion]:
-        """Sample n completions of each prompt; each prompt is prefilled once and its KV
-        cache repeated n times (prompt i's samples are adjacent rows)."""
+                generator: torch.Generator, n: int = 1, hits: list | None = None,
+                keeper: RowKeeper | None = None) -> list[Completion]:
+        """Sample n completions of each prompt; each prompt is prefilled once (after its
+        kept prefix, when `hits` has one) and its KV cache repeated n times (prompt i's
+        samples are adjacent rows). keeper: takes every row's keys/values as it ends."""
         device, batch, rows = self._device(), len(prompts), [r for r in prompts for _ in range(n)]
-        width = max(len(r) for r in rows)
-        input_ids = torch.full((batch, width), self.pad_id, dtype=torch.long, device=device)
-        mask = torch.zeros((batch, width), dtype=torch.long, device=device)
-        for i, r in enumerate(prompts):  # left padding: the next token is always the last column
-            input_ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
-            mask[i, width - len(r):] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # [B, P]
+        input_ids, mask, positions, prefix = suffix_batch(prompts, hits or [None] * batch,
+                                                          self.pad_id, device)
+        width = input_ids.shape[1]
+        self.prefixes.stats["prefilled_tokens"] += int(mask.sum())
+        self.prefixes.stats["reused_tokens"] += sum(prefix.lengths) if prefix else 0
         was_training = self.model.training
         self.model.eval()
         stepper = None
@@ -106,12 +124,14 @@ class HFRolloutEngine:
                                                                            width, n, params)
             tokens, logprobs, lengths, reasons = self._loop(stepper, input_ids, mask,
                                                             positions, params, generator, n,
-                                                            keep)
+                                                            keep, prefix, keeper)
         finally:
             if stepper is not None:
                 stepper.end()  # the cache is spent: not held through the update or eval
             self.model.train(was_training)
         completions = self._completions(rows, tokens, logprobs, lengths, reasons, params)
+        if keeper is not None:
+            keeper.commit(rows, [c.token_ids for c in completions])
         if keep:
             capture, stepper.capture = stepper.capture, None  # the completions own it now
             for row, completion in enumerate(completions):
@@ -127,9 +147,10 @@ class HFRolloutEngine:
 
     def _loop(self, stepper: Any, input_ids: torch.Tensor, mask: torch.Tensor,
               positions: torch.Tensor, params: SamplingParams, generator: torch.Generator,
-              n: int = 1, keep_activations: bool = False):
+              n: int = 1, keep_activations: bool = False, prefix: Any = None,
+              keeper: RowKeeper | None = None):
         logits = stepper.start(input_ids, mask, positions, n, params.max_new_tokens,
-                               keep_activations)  # [B*n, V]
+                               keep_activations, prefix)  # [B*n, V]
         batch, device, limit = logits.shape[0], input_ids.device, params.max_new_tokens
         tokens = torch.full((batch, limit), self.pad_id, dtype=torch.long, device=device)
         logprobs = torch.zeros((batch, limit), dtype=torch.float32, device=device)
@@ -160,9 +181,13 @@ class HFRolloutEngine:
                 # Drop finished rows from the batch and the KV cache, so rows that ended
                 # early stop costing compute (batched at >= 1/4 done to amortise the copy).
                 keep = (~finished).nonzero()[:, 0]  # [b']
+                if keeper is not None:  # the rows leaving, before their keys/values go
+                    keeper.take(stepper, rows, finished)
                 stepper.keep(keep)
                 rows, token, alive, finished = rows[keep], token[keep], alive[keep], finished[keep]
             logits = stepper.step(token, alive)  # [b, V]
+        if keeper is not None:
+            keeper.take(stepper, rows, torch.ones_like(finished))
         return tokens, logprobs, lengths, reasons
 
     def _stepper(self) -> "_CacheStepper | fast_llama.FastLlama":
@@ -190,6 +215,10 @@ class HFRolloutEngine:
                                "not reproduce (rlvr.models.families.supports_fast_decode)")
         why = fast_llama.why_not_native(self.model)
         return RolloutPath("fast_llama", why) if why else RolloutPath("fast_llama+native")
+
+    def prefix_reuse(self) -> str:
+        """Recorded as rollout/prefix_reuse (rlvr.rollout.base.prefix_reuse)."""
+        return "kept keys/values" if self.reuse_prefix else "off: sampling.reuse_prefix=false"
 
     def _fast_decodes(self) -> bool:
         return (self.fast_decode and self._device().type == "cpu"
@@ -238,9 +267,13 @@ class _CacheStepper:
         self.cache: Any = None
 
     def start(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
-              n: int, max_new_tokens: int, keep_activations: bool = False) -> torch.Tensor:
+              n: int, max_new_tokens: int, keep_activations: bool = False,
+              prefix: Any = None) -> torch.Tensor:
         if keep_activations:  # the engine asks only FastLlama (`_can_keep_activations`)
             raise ValueError("transformers' forward keeps no activations for the update")
+        if prefix is not None:  # kept keys/values first, the prompts' new tokens after
+            self.cache = prefix_store.transformers_cache(prefix)
+            mask = torch.cat([prefix.valid.long(), mask], dim=1)  # [B, cached+P]
         out = self._forward(input_ids, mask, positions)  # prefill: one row per prompt
         self.cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         logits = out.logits[:, -1]  # [B, V]
@@ -263,6 +296,9 @@ class _CacheStepper:
 
     def end(self) -> None:
         self.cache = None
+
+    def export(self, row: int):
+        return prefix_store.transformers_cache_row(self.cache, row, self.mask[row])
 
     def keep(self, rows: torch.Tensor) -> None:
         self.cache.batch_select_indices(rows)

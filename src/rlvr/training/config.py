@@ -184,6 +184,13 @@ class SamplingConfig:
     activation_memory_gb: float = _doc("most memory one decode call's kept activations "
                                        "may take (~0.6 MB per token for a 135M model); "
                                        "a call needing more keeps none", default=2.0)
+    reuse_prefix: bool = _doc("episodes: keep each episode's keys/values from one turn to "
+                              "the next, so a turn prefills only its new tokens (hf engine: "
+                              "rlvr.rollout.prefix_store, exact; vllm: its automatic prefix "
+                              "caching, enable_prefix_caching)", default=True)
+    prefix_memory_gb: float = _doc("hf engine: most memory the keys/values kept for the next "
+                                   "turn may take (~46 KB per token for a 135M model); rows "
+                                   "past it prefill in full", default=2.0)
     generation_shards: int = _doc(
         "split each step's prompts into this many contiguous shards, each sampled with a "
         "seed of its own (one per rank under torchrun, which raises it to the number of "
@@ -204,6 +211,8 @@ class SamplingConfig:
             raise ConfigError("must be in (0, 1]", "top_p")
         if self.activation_memory_gb < 0:
             raise ConfigError("must be >= 0 (0 keeps no activations)", "activation_memory_gb")
+        if self.prefix_memory_gb < 0:
+            raise ConfigError("must be >= 0 (0 keeps nothing)", "prefix_memory_gb")
         if self.generation_shards < 1 or self.prompts_per_step % self.generation_shards:
             raise ConfigError(f"must be >= 1 and divide prompts_per_step="
                               f"{self.prompts_per_step}", "generation_shards")

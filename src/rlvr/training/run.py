@@ -31,7 +31,7 @@ from rlvr.data.records import TaskRecord
 from rlvr.distributed.context import Dist, check_same, init_from_env, peer_failures
 from rlvr.distributed.fsdp import save_optimizer, shard
 from rlvr.errors import UserError
-from rlvr.rollout.base import rollout_path
+from rlvr.rollout.base import prefix_reuse, rollout_path
 from rlvr.rollout.factory import build_engine
 from rlvr.runs import Progress, ReadOnlyRunDir, RunDir
 from rlvr.runs.trackers import TrackerSet
@@ -328,7 +328,7 @@ def recorded_paths(engine: Any, update: Any) -> dict[str, str]:
     the fastest did). update/path itself is per step (what each update ran)."""
     rollout = rollout_path(engine)
     return {"rollout/path": rollout.name, "rollout/path_reason": rollout.reason,
-            "update/path_reason": update.reason}
+            "rollout/prefix_reuse": prefix_reuse(engine), "update/path_reason": update.reason}
 
 
 def plain_update(cfg: TrainConfig) -> TrainConfig:

@@ -152,5 +152,6 @@ def engine_options(cfg: TrainConfig) -> Any:
 
     s = cfg.sampling
     # plain values: the engine module (and vllm) is imported only when the engine is built
-    vllm = {**asdict(s.vllm), "seed": cfg.seed}
-    return EngineOptions(s.max_batch_rows, s.fast_decode, s.activation_memory_gb, vllm)
+    vllm = {**asdict(s.vllm), "seed": cfg.seed, "prefix_caching": s.reuse_prefix}
+    return EngineOptions(s.max_batch_rows, s.fast_decode, s.activation_memory_gb, vllm,
+                         s.reuse_prefix, s.prefix_memory_gb)

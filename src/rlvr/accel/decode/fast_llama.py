@@ -178,14 +178,20 @@ class FastLlama:
 
     @torch.inference_mode()
     def start(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
-              n: int, max_new_tokens: int, keep_activations: bool = False) -> torch.Tensor:
+              n: int, max_new_tokens: int, keep_activations: bool = False,
+              prefix: Any = None) -> torch.Tensor:
         """Prefill left-padded prompts input_ids/mask/positions [B, P] once each, then hold
         n copies of every prompt's keys/values (rows b*n .. b*n+n-1 are prompt b).
         Returns the next-token logits [B*n, V]. keep_activations: keep every GEMM's
-        output and the logits in `self.capture` (rlvr.accel.decode.capture)."""
+        output and the logits in `self.capture` (rlvr.accel.decode.capture). prefix: kept
+        keys/values the prompts continue (rlvr.rollout.prefix_store.PrefixBatch: its
+        `width` columns come first, input_ids are the tokens after them)."""
         self._refresh()
         batch, width = input_ids.shape
+        cached = 0 if prefix is None else prefix.width
         self.capture = None
+        if keep_activations and cached:
+            raise ValueError("kept activations cover whole prompts: prefill without a prefix")
         if keep_activations:
             self.capture = ActivationCapture(
                 self.capture_shape(batch, width, n, max_new_tokens),
@@ -198,19 +204,27 @@ class FastLlama:
         layers = len(self._layers)
         # Room for the prompt and the first new tokens; `_grow` doubles it when full, so
         # a batch whose rows stop early never holds keys for the whole length limit.
-        capacity = width + min(max_new_tokens, _FIRST_COLUMNS)
+        capacity = cached + width + min(max_new_tokens, _FIRST_COLUMNS)
         shape = (layers, batch * n, self.kv_heads, capacity, self.head_dim)
         self.keys = torch.empty(shape, dtype=self._dtype(), device=input_ids.device)
         self.values = torch.empty_like(self.keys)
         self.valid = torch.zeros((batch * n, capacity), dtype=torch.bool, device=input_ids.device)
-        self.valid[:, :width] = mask.bool().repeat_interleave(n, 0)
-        self.length = 0  # the prefill writes columns 0 .. P
+        self.valid[:, cached:cached + width] = mask.bool().repeat_interleave(n, 0)
+        self.length = cached  # the prefill writes columns cached .. cached+P
         self.next_pos = positions[:, -1:].repeat_interleave(n, 0) + 1  # [B*n, 1]
         # Prompt tokens attend causally to the real tokens before them; every query may
         # also see itself, so padding rows never have an empty softmax (NaN).
         causal = torch.ones(width, width, dtype=torch.bool, device=input_ids.device).tril()
         allowed = (causal & mask.bool()[:, None, :]) | torch.eye(width, dtype=torch.bool,
                                                                   device=input_ids.device)
+        if cached:  # and every kept key/value of its own prompt
+            # zeros under the padding: masked columns weigh 0, and 0 * garbage may be NaN
+            self.keys[:, :, :, :cached] = 0
+            self.values[:, :, :, :cached] = 0
+            prefix.write(self.keys, self.values, n)
+            self.valid[:, :cached] = prefix.valid.repeat_interleave(n, 0)
+            allowed = torch.cat([prefix.valid[:, None, :].expand(batch, width, cached),
+                                 allowed], dim=-1)  # [B, P, cached+P]
         hidden = self._forward(input_ids, positions, allowed[:, None], n)  # [B, P, H]
         logits = self._logits(hidden[:, -1])  # [B, V]
         return logits.repeat_interleave(n, 0)  # [B*n, V]
@@ -272,6 +286,13 @@ class FastLlama:
         self.keys = self.values = self.valid = None
 
     can_keep = True
+
+    def export(self, row: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Live row `row`'s keys and values [layers, kv, L, D] of the L tokens it fed
+        (its prompt and sampled tokens, in order; padding left out), copied out."""
+        columns = self.valid[row, :self.length].nonzero()[:, 0]  # [L]
+        return (self.keys[:, row].index_select(2, columns),
+                self.values[:, row].index_select(2, columns))
 
     @torch.inference_mode()  # the buffers are inference tensors, written in place here
     def keep(self, rows: torch.Tensor) -> None:

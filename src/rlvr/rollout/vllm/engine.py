@@ -57,6 +57,7 @@ class VLLMSettings:
     sleep: bool | None = None       # None = on for a colocated engine on a GPU
     timeout_s: float = 600.0
     seed: int = 0
+    prefix_caching: bool = True     # sampling.reuse_prefix: vLLM's automatic prefix caching
 
 
 class VLLMEngine:
@@ -105,6 +106,11 @@ class VLLMEngine:
     def decode_path(self) -> RolloutPath:
         """vLLM samples (its own kernels); recorded as rollout/path."""
         return RolloutPath("vllm")
+
+    def prefix_reuse(self) -> str:
+        """Recorded as rollout/prefix_reuse (rlvr.rollout.base.prefix_reuse)."""
+        return ("vllm prefix caching" if self.settings.prefix_caching
+                else "off: sampling.reuse_prefix=false")
 
     # -- sampling ---------------------------------------------------------------------
     def generate(self, prompts: Sequence[str], n: int,
@@ -248,7 +254,8 @@ def _colocated(model: Any, tokenizer: Any, settings: VLLMSettings, workdir: Path
     return VLLMRunner(RunnerSettings(
         model=str(snapshot), dtype=dtype, max_model_len=settings.max_model_len,
         seed=settings.seed, kv_cache_gb=settings.kv_cache_gb,
-        gpu_memory_utilization=settings.gpu_memory_utilization, sleep=sleep))
+        gpu_memory_utilization=settings.gpu_memory_utilization, sleep=sleep,
+        prefix_caching=settings.prefix_caching))
 
 
 def _sync_mode(settings: VLLMSettings, device: torch.device) -> str:

@@ -44,6 +44,9 @@ class RunnerSettings:
     gpu_memory_utilization: float = 0.3  # GPU: share of device memory vLLM may hold
     enforce_eager: bool = True          # no graph capture: quick start, easy reloads
     sleep: bool = False                 # GPU colocated: free the KV cache between calls
+    # an episode's next turn reuses the KV blocks of the prompt it continues; said here
+    # rather than left to vLLM's default (reset on every weight load: `load_weights`)
+    prefix_caching: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,17 +87,7 @@ class VLLMRunner:
 
         self.settings = settings
         self.version = 0  # weight loads since start; the engine checks each sync moved it
-        # no longer than the model's own positions (the tiny Llama has 64)
-        longest = config.get("max_position_embeddings") or settings.max_model_len
-        kwargs: dict[str, Any] = dict(
-            model=settings.model, dtype=settings.dtype,
-            max_model_len=min(settings.max_model_len, longest),
-            seed=settings.seed, enforce_eager=settings.enforce_eager,
-            logprobs_mode="processed_logprobs", enable_sleep_mode=settings.sleep)
-        if _on_cpu():
-            kwargs["kv_cache_memory_bytes"] = int(settings.kv_cache_gb * 2**30)
-        else:
-            kwargs["gpu_memory_utilization"] = settings.gpu_memory_utilization
+        kwargs = llm_kwargs(settings, config, _on_cpu())
         import torch
 
         threads = torch.get_num_threads()
@@ -113,9 +106,11 @@ class VLLMRunner:
 
     def describe(self) -> dict[str, Any]:
         config = self.llm.llm_engine.model_config
+        cache = getattr(getattr(self.llm.llm_engine, "vllm_config", None), "cache_config", None)
         return {"model": self.settings.model, "version": self.version,
                 "vocab_size": config.get_vocab_size(), "max_model_len": config.max_model_len,
-                "architectures": list(config.architectures or [])}
+                "architectures": list(config.architectures or []),
+                "prefix_caching": getattr(cache, "enable_prefix_caching", None)}
 
     def generate(self, prompts: list[list[int]], n: int,
                  params: dict[str, Any]) -> list[list[dict[str, Any]]]:
@@ -196,6 +191,23 @@ def _sample(output: Any, greedy: bool) -> dict[str, Any]:
     elif reason != "length":
         raise RuntimeError(f"vLLM ended a sample with finish_reason={reason!r}")
     return {"token_ids": ids, "logprobs": logprobs, "finish_reason": reason}
+
+
+def llm_kwargs(settings: RunnerSettings, config: dict[str, Any], on_cpu: bool) -> dict[str, Any]:
+    """`vllm.LLM`'s arguments for `settings` and the model's config.json."""
+    # no longer than the model's own positions (the tiny Llama has 64)
+    longest = config.get("max_position_embeddings") or settings.max_model_len
+    kwargs: dict[str, Any] = dict(
+        model=settings.model, dtype=settings.dtype,
+        max_model_len=min(settings.max_model_len, longest),
+        seed=settings.seed, enforce_eager=settings.enforce_eager,
+        logprobs_mode="processed_logprobs", enable_sleep_mode=settings.sleep,
+        enable_prefix_caching=settings.prefix_caching)
+    if on_cpu:
+        kwargs["kv_cache_memory_bytes"] = int(settings.kv_cache_gb * 2**30)
+    else:
+        kwargs["gpu_memory_utilization"] = settings.gpu_memory_utilization
+    return kwargs
 
 
 def _on_cpu() -> bool:

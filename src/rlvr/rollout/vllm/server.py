@@ -77,11 +77,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kv-cache-gb", type=float, default=1.0, help="CPU KV cache size")
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.3)
+    parser.add_argument("--no-prefix-caching", action="store_true",
+                        help="turn vLLM's automatic prefix caching off (on by default: an "
+                        "episode's next turn reuses the KV of the prompt it continues)")
     args = parser.parse_args(argv)
     settings = RunnerSettings(model=args.model, dtype=args.dtype,
                               max_model_len=args.max_model_len, seed=args.seed,
                               kv_cache_gb=args.kv_cache_gb,
-                              gpu_memory_utilization=args.gpu_memory_utilization)
+                              gpu_memory_utilization=args.gpu_memory_utilization,
+                              prefix_caching=not args.no_prefix_caching)
     try:
         runner = VLLMRunner(settings)
     except VLLMLoadError as exc:
