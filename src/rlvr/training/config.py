@@ -354,6 +354,15 @@ class SFTConfig:
     target_template: str = _doc("completion taught for other records; fields {reference} "
                                 "and the record's metadata", default="#### {reference}")
     seed_offset: int = _doc("added to the run seed for the SFT example order", default=1)
+    prompt: Literal["task", "episode"] = _doc(
+        "what each example's completion follows: task (the record's prompt as a one-turn "
+        "run renders it) or episode (the first prompt of an episode in the run's "
+        "environment: its tool list and note included, so a first-turn tool call is "
+        "taught where it will be used)", default="task")
+    followup_template: str = _doc(
+        "with prompt: episode, also teach the second turn: the taught first turn goes to "
+        "the environment (a tool call runs) and this follows its reply; fields as "
+        "target_template (\"\" = the first turn only)", default="")
 
 
 @dataclass
