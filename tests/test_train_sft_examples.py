@@ -77,3 +77,13 @@ def test_followup_example_follows_the_tools_real_reply():
     # the plain-style protocol: a blank line, "User: ...", a blank line, "Assistant:"
     assert second == (first[0] + completion + eos
                       + "\n\nUser: [python tool result]\n1786\n\n\nAssistant:", "\\boxed{1786}")
+
+
+def test_a_followup_without_episode_prompts_is_refused():
+    import pytest
+
+    from rlvr.config.loader import ConfigError, load_config
+    from rlvr.training.config import TrainConfig
+
+    with pytest.raises(ConfigError, match="sft.followup_template"):
+        load_config(TrainConfig, None, ["sft.followup_template=x", "sft.prompt=task"])

@@ -455,6 +455,9 @@ class TrainConfig:
             raise ConfigError("must be >= 1", "log_every")
         if self.audit_every < 0:
             raise ConfigError("must be >= 0 (0 = off)", "audit_every")
+        if self.sft.followup_template and self.sft.prompt != "episode":
+            raise ConfigError("a second turn follows an episode's first: set sft.prompt: "
+                              "episode", "sft.followup_template")
         if self.sampling.prompts_per_step % self.algorithm.minibatches:
             raise ConfigError("sampling.prompts_per_step must be divisible by "
                               "algorithm.minibatches", "algorithm.minibatches")
