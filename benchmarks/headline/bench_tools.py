@@ -26,10 +26,11 @@ T0, T1: mean tool calls per held-out episode (greedy/tool_calls), untrained (run
 S:      run 2's training seconds: its cold start plus its RL clock (held-out
         evaluations paused out; max_seconds caps the RL part).
 A2, C:  run 3's held-out accuracy (one greedy answer per record, the same verifier)
-        before training (A2: the untrained model, one turn) and after its cold start
-        and RL (C).
+        before RL (A2: its own "before", which is after its cold start) and after its
+        cold start and RL (C). The untrained model's one-turn accuracy is not measured
+        here (A is the untrained model's in the tool environment).
 Run 2's accuracy after the cold start, before RL, is in the results JSON
-("after_cold_start"), as is run 3's ("no_tools_after_cold_start").
+("after_cold_start"; run 3's is A2, also "no_tools_after_cold_start").
 
     PYTHONPATH=src python -m benchmarks.headline.bench_tools [--seed 0] [key=value ...]
 
