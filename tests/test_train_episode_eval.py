@@ -90,3 +90,13 @@ def test_one_turn_runs_keep_the_one_turn_evaluation():
         result.pop("seconds")
         result["row"].pop("greedy/length", None)
     assert now == before
+
+
+def test_tool_calls_per_episode_in_the_row():
+    from rlvr.training.episode_eval import episode_row
+
+    episodes = [SimpleNamespace(model_tokens=10, turns=2, end_reason="done",
+                                info={"tool_calls": calls}) for calls in (1, 0, 3)]
+    episodes.append(SimpleNamespace(model_tokens=4, turns=1, end_reason="done", info={}))
+    row = episode_row(episodes, [True, False, True, False], [1.0, 0.0, 1.0, 0.0], max_turns=2)
+    assert row["greedy/tool_calls"] == pytest.approx((1 + 0 + 3 + 0) / 4)

@@ -33,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from rlvr.training.config import TrainConfig
     from rlvr.training.run import seed_everything
     from rlvr.training.setup import load_data, load_policy, prompt_renderer
+    from rlvr.training.loop import run_environment
     from rlvr.training.sft import supervised_warmstart
+    from rlvr.training.sft_prompts import sft_examples
 
     if args.describe:
         print(describe(TrainConfig))
@@ -53,9 +55,10 @@ def run(args: argparse.Namespace) -> int:
     seed_everything(cfg.seed)
     model, tokenizer = load_policy(cfg.model, cfg.seed)
     records, _ = load_data(cfg.data, cfg.seed)
-    stats = supervised_warmstart(model, tokenizer, prompt_renderer(cfg.prompt, tokenizer),
-                                 records, cfg.sft, cfg.seed + cfg.sft.seed_offset,
-                                 progress.step)
+    renderer = prompt_renderer(cfg.prompt, tokenizer)
+    examples = sft_examples(cfg.sft, renderer, run_environment(cfg, tokenizer))
+    stats = supervised_warmstart(model, tokenizer, renderer, records, cfg.sft,
+                                 cfg.seed + cfg.sft.seed_offset, progress.step, examples)
     progress.close()
     model.save_pretrained(run.path / "model")
     tokenizer.save_pretrained(run.path / "model")

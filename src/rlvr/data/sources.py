@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from rlvr.data.guess_number import GuessNumberTask
+from rlvr.data.products import ProductsTask
 from rlvr.data.records import TaskRecord
 from rlvr.models.resolve import cache_dir, package_file
 
@@ -40,6 +41,9 @@ GENERATED_DATA: dict[str, Callable[[], list[TaskRecord]]] = {
     # the guess_number environment's demo task (configs/demo_multiturn.yaml): 1..8
     "guess-number-train": lambda: GuessNumberTask(1, 8).generate(2000, "train", seed=0),
     "guess-number-test": lambda: GuessNumberTask(1, 8).generate(200, "test", seed=0),
+    # the python_tool demo task (configs/tools_products.yaml): "What is 47 * 38?"
+    "products-train": lambda: ProductsTask().generate(2000, "train", seed=0),
+    "products-test": lambda: ProductsTask().generate(200, "test", seed=0),
 }
 
 
@@ -87,8 +91,10 @@ def packaged_dataset(alias: str) -> Path:
 
 def generated_dataset(alias: str) -> Path:
     """The JSONL of a generated dataset's records, cached under a digest of its content
-    (a changed generator writes a new file; generating is cheap, writing is once)."""
-    lines = [json.dumps({"prompt": r.prompt, "reference": r.reference,
+    (a changed generator writes a new file; generating is cheap, writing is once). Each
+    row also carries the record's metadata as top-level fields, for `data.mapping.metadata`
+    to read back (e.g. an SFT target_template's {a} and {b})."""
+    lines = [json.dumps({**r.metadata, "prompt": r.prompt, "reference": r.reference,
                          "verifier": r.verifier, "id": r.id}) + "\n"
              for r in GENERATED_DATA[alias]()]
     data = "".join(lines).encode("utf-8")

@@ -112,13 +112,17 @@ class TurnRenderer:
         """The ids the environment writes after the model's turn (its sampled tokens end
         with `last_token`, None for an empty turn); the conversation grows by the turn
         and the observation."""
-        if self.chat:
-            delta = self._chat_delta(conversation, last_token, observation)
-        else:
-            delta = "".join(f"\n\n{m['role'].capitalize()}: {m['content']}"
-                            for m in observation) + "\n\nAssistant:"
+        delta = self.observation_text(conversation, last_token, observation)
         conversation.messages += [{"role": "assistant", "content": turn_text}, *observation]
         return self.tokenizer(delta, add_special_tokens=False)["input_ids"]
+
+    def observation_text(self, conversation: Conversation, last_token: int | None,
+                         observation: list[Message]) -> str:
+        """The text of observation_ids (the conversation left as it is)."""
+        if self.chat:
+            return self._chat_delta(conversation, last_token, observation)
+        return "".join(f"\n\n{m['role'].capitalize()}: {m['content']}"
+                       for m in observation) + "\n\nAssistant:"
 
     def _chat_delta(self, conversation: Conversation, last_token: int | None,
                     observation: list[Message]) -> str:

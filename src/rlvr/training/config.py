@@ -363,6 +363,15 @@ class SFTConfig:
     target_template: str = _doc("completion taught for other records; fields {reference} "
                                 "and the record's metadata", default="#### {reference}")
     seed_offset: int = _doc("added to the run seed for the SFT example order", default=1)
+    prompt: Literal["task", "episode"] = _doc(
+        "what each example's completion follows: task (the record's prompt as a one-turn "
+        "run renders it) or episode (the first prompt of an episode in the run's "
+        "environment: its tool list and note included, so a first-turn tool call is "
+        "taught where it will be used)", default="task")
+    followup_template: str = _doc(
+        "with prompt: episode, also teach the second turn: the taught first turn goes to "
+        "the environment (a tool call runs) and this follows its reply; fields as "
+        "target_template (\"\" = the first turn only)", default="")
 
 
 @dataclass
@@ -455,6 +464,9 @@ class TrainConfig:
             raise ConfigError("must be >= 1", "log_every")
         if self.audit_every < 0:
             raise ConfigError("must be >= 0 (0 = off)", "audit_every")
+        if self.sft.followup_template and self.sft.prompt != "episode":
+            raise ConfigError("a second turn follows an episode's first: set sft.prompt: "
+                              "episode", "sft.followup_template")
         if self.sampling.prompts_per_step % self.algorithm.minibatches:
             raise ConfigError("sampling.prompts_per_step must be divisible by "
                               "algorithm.minibatches", "algorithm.minibatches")

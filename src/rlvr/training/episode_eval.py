@@ -15,6 +15,7 @@ greedy/length and count:
     greedy/score               mean episode reward (the environment's, turn costs included)
     greedy/length              mean tokens the model wrote per episode (all its turns)
     greedy/turns               mean model turns per episode
+    greedy/tool_calls          mean tool calls per episode (the environment's count)
     greedy/errors              share of episodes an environment fault ended
     greedy/solved_turn_k       k = 1..max_turns: share solved at model turn k
     greedy/solved_after_feedback  share solved at turn 2 or later, after the
@@ -75,6 +76,7 @@ def episode_row(episodes: Sequence[Episode], passed: Sequence[bool],
         "greedy/score": sum(rewards) / n,
         "greedy/length": sum(e.model_tokens for e in episodes) / n,
         "greedy/turns": sum(e.turns for e in episodes) / n,
+        "greedy/tool_calls": sum(e.info.get("tool_calls", 0) for e in episodes) / n,
         "greedy/errors": sum(end_kind(e.end_reason) in FAULTS for e in episodes) / n,
         "count": float(n),
     }

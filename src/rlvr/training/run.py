@@ -52,6 +52,7 @@ from rlvr.training.rewards import LocalScoring, check_reward_backend, verifier_p
 from rlvr.training.setup import (check_model_path, engine_options, load_data, load_policy,
                                  prompt_renderer)
 from rlvr.training.sft import supervised_warmstart
+from rlvr.training.sft_prompts import sft_examples
 from rlvr.training.tracking import check_trackers, finish_status, start_trackers
 from rlvr.verifiers.pool import BatchVerifier
 
@@ -109,7 +110,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             state: dict[str, Any] = {"elapsed": 0.0}
             if checkpoint is None:
                 state = _warm_start(cfg, model, tokenizer, renderer, train_records, log_eval,
-                                    progress, engine)
+                                    progress, engine, make_env)
                 state["elapsed"] = time.perf_counter() - started
             trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run,
                                dist, sampler, make_env)
@@ -222,14 +223,16 @@ def _finished_steps(run: RunDir) -> int | None:
 
 
 def _warm_start(cfg: TrainConfig, model: Any, tokenizer: Any, renderer: Any, records: list,
-                log_eval: HeldOutLog, progress: Progress, engine: Any) -> dict[str, Any]:
+                log_eval: HeldOutLog, progress: Progress, engine: Any,
+                make_env: Any) -> dict[str, Any]:
     """SFT (if configured) and the "before" evaluation of a fresh run."""
     state: dict[str, Any] = {}
     if cfg.sft.steps > 0:
         progress.message(f"supervised warm-start: {cfg.sft.steps} steps")
         sft_progress = progress.phase("sft", cfg.sft.steps)
         state["sft"] = supervised_warmstart(model, tokenizer, renderer, records, cfg.sft,
-                                            cfg.seed + cfg.sft.seed_offset, sft_progress.step)
+                                            cfg.seed + cfg.sft.seed_offset, sft_progress.step,
+                                            sft_examples(cfg.sft, renderer, make_env))
         sft_progress.close()
         engine.sync_weights(model)  # an engine with its own copy (vLLM) samples from SFT's
     state["eval_before"] = log_eval(0)

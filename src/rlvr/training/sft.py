@@ -57,14 +57,19 @@ def sft_batch(tokenizer: Any, pairs: Sequence[tuple[str, str]],
 def supervised_warmstart(model: Any, tokenizer: Any, renderer: PromptRenderer,
                          records: Sequence[TaskRecord], cfg: SFTConfig, seed: int,
                          on_step: Callable[[dict[str, float]], None] = lambda _: None,
+                         examples: Callable[[TaskRecord, str], list[tuple[str, str]]]
+                         | None = None,
                          ) -> dict[str, float]:
     """Run `cfg.steps` SFT steps on `records`; returns {"steps", "loss", "seconds"}.
     `on_step` gets {"step" (1-based), "loss", "time/step"} after every step (a display
-    decides which to show: rlvr.runs.Progress)."""
+    decides which to show: rlvr.runs.Progress). `examples(record, completion)` gives a
+    record's (prompt, completion) pairs (default: the rendered prompt and the
+    completion; rlvr.training.sft_prompts), so a step holds batch_size records."""
     if cfg.steps <= 0:
         return {"steps": 0}
     device = next(model.parameters()).device
     rng = random.Random(seed)
+    examples = examples or (lambda record, completion: [(renderer.render(record), completion)])
     optimizer = build_optimizer(model, cfg.lr, 0.0, (0.9, 0.99))
     scheduler = build_scheduler(optimizer, cfg.warmup_steps, cfg.steps, "constant", 1.0)
     model.train()
@@ -72,7 +77,7 @@ def supervised_warmstart(model: Any, tokenizer: Any, renderer: PromptRenderer,
     for step in range(cfg.steps):
         began = time.perf_counter()
         chosen = [records[rng.randrange(len(records))] for _ in range(cfg.batch_size)]
-        pairs = [(renderer.render(r), worked_example(r, cfg, rng)) for r in chosen]
+        pairs = [p for r in chosen for p in examples(r, worked_example(r, cfg, rng))]
         ids, attention, labels = sft_batch(tokenizer, pairs, device)
         loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
         optimizer.zero_grad(set_to_none=True)
