@@ -18,7 +18,7 @@ from rlvr.training.run import train
 from rlvr.training.tiny import char_tokenizer, tiny_llama
 from train_helpers import tiny_config
 
-KEYS = ("rollout/path", "rollout/path_reason", "rollout/prefix_reuse", "update/path_reason")
+KEYS = ("rollout/path", "rollout/path_reason", "rollout/path_prefix_reuse", "update/path_reason")
 
 
 def _recorded(run_dir, *overrides):
@@ -47,7 +47,7 @@ def test_fast_paths_when_nothing_is_off(tmp_path):
     if native_gemm.compiler() is None:
         pytest.skip("no C compiler on this machine: the native kernels cannot build")
     assert recorded == {"rollout/path": "fast_llama+native", "rollout/path_reason": "",
-                        "rollout/prefix_reuse": "kept keys/values",
+                        "rollout/path_prefix_reuse": "kept keys/values",
                         "update/path": "replay", "update/path_reason": ""}
 
 
@@ -55,7 +55,7 @@ def test_fast_decode_off_is_recorded_with_its_setting(tmp_path):
     recorded = _recorded(tmp_path, "sampling.fast_decode=false")
     assert recorded["rollout/path"] == "hf"
     assert recorded["rollout/path_reason"] == "fast decode off: sampling.fast_decode=false"
-    assert recorded["rollout/prefix_reuse"] == "kept keys/values"
+    assert recorded["rollout/path_prefix_reuse"] == "kept keys/values"
     # transformers' decode keeps no activations: the update cannot replay them
     assert recorded["update/path"] == "tree"
     assert recorded["update/path_reason"] == (
@@ -117,4 +117,4 @@ def test_a_model_family_fast_decode_does_not_cover():
 
 def test_prefix_reuse_off_is_recorded_with_its_setting(tmp_path):
     recorded = _recorded(tmp_path, "sampling.reuse_prefix=false")
-    assert recorded["rollout/prefix_reuse"] == "off: sampling.reuse_prefix=false"
+    assert recorded["rollout/path_prefix_reuse"] == "off: sampling.reuse_prefix=false"

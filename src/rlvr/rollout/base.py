@@ -144,7 +144,7 @@ class RolloutPath:
 
 def prefix_reuse(engine: Any) -> str:
     """How the engine reuses an episode's earlier turns' keys/values (its
-    `prefix_reuse()`; recorded as `rollout/prefix_reuse`): e.g. "kept keys/values",
+    `prefix_reuse()`; recorded as `rollout/path_prefix_reuse`): e.g. "kept keys/values",
     "vllm prefix caching", "off: sampling.reuse_prefix=false"; "none" for an engine
     that does not say."""
     describe = getattr(engine, "prefix_reuse", None)

@@ -217,7 +217,7 @@ class HFRolloutEngine:
         return RolloutPath("fast_llama", why) if why else RolloutPath("fast_llama+native")
 
     def prefix_reuse(self) -> str:
-        """Recorded as rollout/prefix_reuse (rlvr.rollout.base.prefix_reuse)."""
+        """Recorded as rollout/path_prefix_reuse (rlvr.rollout.base.prefix_reuse)."""
         return "kept keys/values" if self.reuse_prefix else "off: sampling.reuse_prefix=false"
 
     def _fast_decodes(self) -> bool:

@@ -331,7 +331,7 @@ def recorded_paths(engine: Any, update: Any) -> dict[str, str]:
     the fastest did). update/path itself is per step (what each update ran)."""
     rollout = rollout_path(engine)
     return {"rollout/path": rollout.name, "rollout/path_reason": rollout.reason,
-            "rollout/prefix_reuse": prefix_reuse(engine), "update/path_reason": update.reason}
+            "rollout/path_prefix_reuse": prefix_reuse(engine), "update/path_reason": update.reason}
 
 
 def plain_update(cfg: TrainConfig) -> TrainConfig:

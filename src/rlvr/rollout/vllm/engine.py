@@ -108,7 +108,7 @@ class VLLMEngine:
         return RolloutPath("vllm")
 
     def prefix_reuse(self) -> str:
-        """Recorded as rollout/prefix_reuse (rlvr.rollout.base.prefix_reuse)."""
+        """Recorded as rollout/path_prefix_reuse (rlvr.rollout.base.prefix_reuse)."""
         return ("vllm prefix caching" if self.settings.prefix_caching
                 else "off: sampling.reuse_prefix=false")
 
