@@ -1,12 +1,3 @@
-"""`python benchmarks/bench_redteam.py [args]`: the same as
-`PYTHONPATH=src python -m benchmarks.redteam.bench_redteam [args]` (the module, with its docstring,
-lives in benchmarks/redteam/; this entry point keeps the short path working)."""
-
-import runpy
-import sys
-from pathlib import Path
-
+"""`python benchmarks/bench_redteam.py [args]` = `python -m benchmarks.redteam.bench_redteam [args]` (benchmarks/_entry.py)."""
 if __name__ == "__main__":
-    ROOT = Path(__file__).resolve().parents[1]  # the repository: `benchmarks` and src/ live there
-    sys.path[:0] = [str(ROOT), str(ROOT / "src")]
-    runpy.run_module("benchmarks.redteam.bench_redteam", run_name="__main__", alter_sys=True)
+    __import__("_entry").run("benchmarks.redteam.bench_redteam")

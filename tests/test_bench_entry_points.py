@@ -14,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRY_POINTS = sorted((REPO / "benchmarks").glob("bench_*.py"))
-NAMED = re.compile(r'runpy\.run_module\("(?P<module>benchmarks\.[\w.]+)"')
+NAMED = re.compile(r'run\("(?P<module>benchmarks\.[\w.]+)"')
 
 
 def _target(entry: Path) -> str:

@@ -73,32 +73,53 @@ def env_reward(prompts, completions, env_reward, **kwargs):
     return env_reward
 
 
-@pytest.mark.slow  # ~30 s: TRL's import, a server, two GRPO steps
-def test_trl_trains_on_rlvr_tasks_served_over_openenv(tmp_path):
-    from datasets import Dataset
-    from transformers import AutoTokenizer, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+RECORDS = [{"prompt": f"say {i}", "reference": REFERENCE, "verifier": VERIFIER,
+            "id": f"task-{i}"} for i in range(2)]
+
+
+def _tiny_model(tmp_path, chat_template: str):
+    """A one-layer model in tmp_path/model; its tokenizer with `chat_template`."""
+    from transformers import AutoTokenizer
 
     from rlvr.training.tiny import TinyModelSpec, build_tiny
 
-    records = [{"prompt": f"say {i}", "reference": REFERENCE, "verifier": VERIFIER,
-                "id": f"task-{i}"} for i in range(2)]
-    data = tmp_path / "tasks.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in records))
     build_tiny(tmp_path / "model", TinyModelSpec(hidden_size=32, intermediate_size=64,
                                                  num_layers=1, num_heads=2, max_positions=64))
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "model")
-    tokenizer.chat_template = CHAT_TEMPLATE
-    server = Server("-m", "rlvr.environments.ecosystem.openenv_http", "--data", str(data),
-                    "--id-field", "id", "--plugin", VERIFIER, "--port", "0")
+    tokenizer.chat_template = chat_template
+    return tokenizer
+
+
+def _serve_records(tmp_path) -> Server:
+    """rlvr's OpenEnv server on RECORDS, graded by the plugin verifier."""
+    data = tmp_path / "tasks.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    return Server("-m", "rlvr.environments.ecosystem.openenv_http", "--data", str(data),
+                  "--id-field", "id", "--plugin", VERIFIER, "--port", "0")
+
+
+def _grpo_config(tmp_path):
+    from trl import GRPOConfig
+
+    return GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=8,
+                      num_generations=4, max_completion_length=10, beta=0.0, max_steps=2,
+                      logging_steps=1, report_to=[], save_strategy="no", use_cpu=True,
+                      bf16=False, seed=0, learning_rate=1e-2, dataloader_num_workers=0)
+
+
+
+@pytest.mark.slow  # ~30 s: TRL's import, a server, two GRPO steps
+def test_trl_trains_on_rlvr_tasks_served_over_openenv(tmp_path):
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
+
+    tokenizer = _tiny_model(tmp_path, CHAT_TEMPLATE)
+    server = _serve_records(tmp_path)
     logged = []
     try:
-        rollouts = Rollouts(server.url, {r["prompt"]: r["id"] for r in records})
-        config = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=8,
-                            num_generations=4, max_completion_length=10, beta=0.0,
-                            max_steps=2, logging_steps=1, report_to=[], save_strategy="no",
-                            use_cpu=True, bf16=False, seed=0, learning_rate=1e-2,
-                            dataloader_num_workers=0)
+        rollouts = Rollouts(server.url, {r["prompt"]: r["id"] for r in RECORDS})
+        config = _grpo_config(tmp_path)
 
         class Log(TrainerCallback):
             def on_step_end(self, args, state, control, **kwargs):
@@ -106,7 +127,7 @@ def test_trl_trains_on_rlvr_tasks_served_over_openenv(tmp_path):
                 logged.append((list(logs["completion"]), list(logs["rewards"]["env_reward"])))
 
         dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": r["prompt"]}]}
-                                     for r in records])
+                                     for r in RECORDS])
         trainer = GRPOTrainer(model=str(tmp_path / "model"), reward_funcs=[env_reward],
                               args=config, train_dataset=dataset, processing_class=tokenizer,
                               callbacks=[Log()], rollout_func=rollouts)
@@ -133,24 +154,14 @@ def test_trl_environment_factory_trains_on_rlvr_tasks(tmp_path):
     from functools import partial
 
     from datasets import Dataset
-    from transformers import AutoTokenizer, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
     from trl.chat_template_utils import qwen2_5_chat_template
 
     from rlvr.environments.ecosystem.openenv_trl import TrlTaskEnvironment, rlvr_reward
-    from rlvr.training.tiny import TinyModelSpec, build_tiny
-
-    records = [{"prompt": f"say {i}", "reference": REFERENCE, "verifier": VERIFIER,
-                "id": f"task-{i}"} for i in range(2)]
-    data = tmp_path / "tasks.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in records))
-    build_tiny(tmp_path / "model", TinyModelSpec(hidden_size=32, intermediate_size=64,
-                                                 num_layers=1, num_heads=2, max_positions=64))
-    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "model")
     # a template TRL can render tools into and parse tool calls from (its own Qwen2.5 copy)
-    tokenizer.chat_template = qwen2_5_chat_template
-    server = Server("-m", "rlvr.environments.ecosystem.openenv_http", "--data", str(data),
-                    "--id-field", "id", "--plugin", VERIFIER, "--port", "0")
+    tokenizer = _tiny_model(tmp_path, qwen2_5_chat_template)
+    server = _serve_records(tmp_path)
     logged, reset_ids = [], []
 
     class Recorded(TrlTaskEnvironment):
@@ -159,11 +170,7 @@ def test_trl_environment_factory_trains_on_rlvr_tasks(tmp_path):
             return super().reset(task_id=task_id, **row)
 
     try:
-        config = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=8,
-                            num_generations=4, max_completion_length=10, beta=0.0,
-                            max_steps=2, logging_steps=1, report_to=[], save_strategy="no",
-                            use_cpu=True, bf16=False, seed=0, learning_rate=1e-2,
-                            dataloader_num_workers=0)
+        config = _grpo_config(tmp_path)
 
         class Log(TrainerCallback):
             def on_step_end(self, args, state, control, **kwargs):
@@ -171,7 +178,7 @@ def test_trl_environment_factory_trains_on_rlvr_tasks(tmp_path):
                 logged.append((list(logs["completion"]), list(logs["rewards"]["rlvr_reward"])))
 
         dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": r["prompt"]}],
-                                      "task_id": r["id"]} for r in records])
+                                      "task_id": r["id"]} for r in RECORDS])
         trainer = GRPOTrainer(model=str(tmp_path / "model"), reward_funcs=[rlvr_reward],
                               args=config, train_dataset=dataset, processing_class=tokenizer,
                               callbacks=[Log()],

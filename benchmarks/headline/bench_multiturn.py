@@ -39,11 +39,11 @@ from benchmarks import REPO, RESULTS
 CONFIG = REPO / "configs" / "demo_multiturn.yaml"
 
 
-def run_demo(run_dir: Path, seed: int, overrides: list[str]) -> float:
-    """`rlvr train` on the recipe, as a user runs it; its wall seconds."""
+def run_demo(run_dir: Path, seed: int, overrides: list[str], config: Path = CONFIG) -> float:
+    """`rlvr train` on the recipe (`config`), as a user runs it; its wall seconds."""
     path = os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])
     began = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "rlvr", "train", "--config", str(CONFIG),
+    subprocess.run([sys.executable, "-m", "rlvr", "train", "--config", str(config),
                     "--run-dir", str(run_dir), "--log-every", "5", f"seed={seed}",
                     *overrides], check=True, env={**os.environ, "PYTHONPATH": path})
     return time.perf_counter() - began

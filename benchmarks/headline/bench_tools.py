@@ -44,13 +44,12 @@ import argparse
 import json
 import os
 import platform
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from benchmarks import REPO, RESULTS
+from benchmarks.headline.bench_multiturn import run_demo
 
 CONFIG = REPO / "configs" / "tools_products.yaml"
 # The untrained model in the tool environment: no cold start, the fewest RL steps a run
@@ -66,13 +65,8 @@ NO_TOOLS = ["episodes.environment=single_turn", "episodes.max_turns=1", "episode
 
 
 def run_train(run_dir: Path, seed: int, overrides: list[str]) -> float:
-    """`rlvr train` on the recipe, as a user runs it; its wall seconds."""
-    path = os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])
-    began = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "rlvr", "train", "--config", str(CONFIG),
-                    "--run-dir", str(run_dir), "--log-every", "5", f"seed={seed}",
-                    *overrides], check=True, env={**os.environ, "PYTHONPATH": path})
-    return time.perf_counter() - began
+    """`rlvr train` on this recipe, as a user runs it; its wall seconds."""
+    return run_demo(run_dir, seed, overrides, config=CONFIG)
 
 
 def read_summary(run_dir: Path) -> dict:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence
 
 ChatMessages = list[dict[str, str]]  # [{"role": "user", "content": "..."}]
 
@@ -36,3 +37,14 @@ def prompt_text(record: TaskRecord) -> str:
         return record.prompt
     return "\n\n".join(str(m.get("content", "")) for m in record.prompt
                         if m.get("role", "user") == "user")
+
+
+def write_records_jsonl(items: Sequence[TaskRecord], path: str | Path) -> None:
+    """Records as data-file lines (prompt, reference, verifier, id); rlvr's loader reads
+    them back with id_field `id` (the ecosystem adapters' `--out` files)."""
+    import json
+
+    with open(path, "w", encoding="utf-8") as out:
+        for r in items:
+            out.write(json.dumps({"prompt": r.prompt, "reference": r.reference,
+                                  "verifier": r.verifier, "id": r.id}) + "\n")

@@ -21,10 +21,9 @@ import argparse
 import json
 import re
 import sys
-from pathlib import Path
 from typing import Any, Sequence
 
-from rlvr.data.records import TaskRecord
+from rlvr.data.records import TaskRecord, write_records_jsonl
 from rlvr.environments.ecosystem.optional import require
 from rlvr.verifiers.base import InvalidReference, Verdict
 
@@ -103,12 +102,7 @@ class ReasoningGymVerifier:
                        {"answer": answer[:200], "scorer": f"reasoning_gym:{dataset}"})
 
 
-def write_jsonl(items: Sequence[TaskRecord], path: str | Path) -> None:
-    """The records as data-file lines (rlvr's loader reads them back with id_field id)."""
-    with open(path, "w", encoding="utf-8") as out:
-        for r in items:
-            out.write(json.dumps({"prompt": r.prompt, "reference": r.reference,
-                                  "verifier": r.verifier, "id": r.id}) + "\n")
+write_jsonl = write_records_jsonl  # the `--out` file (rlvr.data.records)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

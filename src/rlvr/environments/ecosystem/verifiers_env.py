@@ -42,10 +42,9 @@ import sys
 import threading
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rlvr.data.records import TaskRecord
+from rlvr.data.records import TaskRecord, write_records_jsonl
 from rlvr.environments.ecosystem.optional import require
 from rlvr.environments.options import OptionError, PREFIX, parse_options
 from rlvr.environments.text import first_messages
@@ -303,12 +302,7 @@ def make(record: TaskRecord, options: dict[str, Any], limits: EpisodeLimits
 
 # -- command line ----------------------------------------------------------------------
 
-def write_jsonl(items: Sequence[TaskRecord], path: str | Path) -> None:
-    """The records as data-file lines (rlvr's loader reads them back with id_field id)."""
-    with open(path, "w", encoding="utf-8") as out:
-        for r in items:
-            out.write(json.dumps({"prompt": r.prompt, "reference": r.reference,
-                                  "verifier": r.verifier, "id": r.id}) + "\n")
+write_jsonl = write_records_jsonl  # the `--out` file (rlvr.data.records)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
