@@ -34,7 +34,7 @@ def test_describe_gives_choices_and_help_for_every_field(capsys):
     assert "one of plain | chat | auto." in by_name["prompt.style"]
     assert "one of k1 | k2 | k3." in by_name["algorithm.kl_estimator"]
     # the real-model profile's defaults are shown beside the demo's
-    assert by_name["sft.steps"].startswith("sft.steps = 600  #")
+    assert by_name["sft.steps"].startswith("sft.steps = 1000  #")
     assert "[real model: 0]" in by_name["sft.steps"]
     assert "[real model: 1e-06 (2e-05 with LoRA)]" in by_name["optim.lr"]
 

@@ -36,7 +36,7 @@ def test_no_model_keeps_the_demo_defaults():
     assert load_config(TrainConfig, overrides=["model.path="]) == TrainConfig()
     demo = TrainConfig()  # the demo's numbers (held-out 0.55 -> 0.97) depend on these
     assert (demo.sft.steps, demo.optim.lr, demo.sampling.max_new_tokens, demo.model.threads,
-            demo.model.device, demo.prompt.style) == (600, 5e-4, 28, 1, "cpu", "plain")
+            demo.model.device, demo.prompt.style) == (1000, 5e-4, 28, 1, "cpu", "plain")
 
 
 def test_a_real_model_changes_exactly_the_profile_fields():
@@ -50,9 +50,9 @@ def test_a_real_model_changes_exactly_the_profile_fields():
 def test_what_the_user_sets_wins_over_the_profile(tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text("model:\n  path: /models/m\n  device: cpu\nprompt:\n  style: plain\n"
-                      "sft:\n  steps: 600\n")  # the demo's own values, set explicitly
+                      "sft:\n  steps: 1000\n")  # the demo's own values, set explicitly
     cfg = load_config(TrainConfig, config, ["optim.lr=3e-6", "sampling.max_new_tokens=28"])
-    assert (cfg.model.device, cfg.prompt.style, cfg.sft.steps) == ("cpu", "plain", 600)
+    assert (cfg.model.device, cfg.prompt.style, cfg.sft.steps) == ("cpu", "plain", 1000)
     assert (cfg.optim.lr, cfg.sampling.max_new_tokens) == (3e-6, 28)
     assert cfg.model.threads == 0  # not set by the user: the profile's
 

@@ -351,7 +351,7 @@ class OptimConfig:
 
 @dataclass
 class SFTConfig:
-    steps: int = _doc("supervised warm-start steps before RL (0 = none)", default=600)
+    steps: int = _doc("supervised warm-start steps before RL (0 = none)", default=1000)
     batch_size: int = _doc("worked examples per step", default=64)
     lr: float = _doc("peak learning rate", default=3e-3)
     warmup_steps: int = _doc("steps of linear warmup", default=20)
