@@ -1,5 +1,13 @@
 """retain_freed_memory: after it, allocating and freeing a large tensor again and again
-stops faulting in fresh pages once warm (counted by getrusage in a fresh interpreter)."""
+is served from glibc's heap, which keeps the freed memory and stops growing once warm, so
+the pages are the process's own on the next step (read from glibc's own accounting,
+mallinfo2, in a fresh interpreter).
+
+Why not count page faults: the kernel decides those. On CI's VMs a run that reused its
+heap still faulted 16384 pages (one 64 MiB round) in the best of three interpreters: the
+kernel can take resident pages back (proactive reclaim) and glibc may hand out a part of
+its free heap not touched yet. The fault counts on the real workload are measured in
+benchmarks/RESULTS.md; this test checks the mechanism, which glibc alone decides."""
 
 from __future__ import annotations
 
@@ -11,37 +19,70 @@ from pathlib import Path
 
 import pytest
 
+MIB = 2**20
 SCRIPT = """
-import json, resource, sys, torch
+import ctypes, json, sys, torch
 from rlvr.training.memory import retain_freed_memory
 took = retain_freed_memory() if sys.argv[1] == "retain" else None
-def faults():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(8):  # warm-up: glibc settles on reusing the chunk after a few rounds
+class MallInfo2(ctypes.Structure):  # <malloc.h>, glibc >= 2.33
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                                "usmblks", "fsmblks", "uordblks", "fordblks",
+                                                "keepcost")]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = MallInfo2
+def heap():
+    m = libc.mallinfo2()
+    return {"mmapped": m.hblkhd, "heap": m.arena, "heap_free": m.fordblks}
+for _ in range(8):  # warm-up: glibc settles on a heap large enough to reuse
     torch.ones(16 * 2**20).sum()
-before = faults()
+before, rounds = heap(), []
 for _ in range(5):
-    torch.ones(16 * 2**20).sum()  # allocate, touch and free 64 MiB
-print(json.dumps({"took": took, "faults": faults() - before}))
+    t = torch.ones(16 * 2**20)  # 64 MiB
+    alive = heap()
+    t.sum()
+    del t
+    rounds.append({"alive": alive, "freed": heap()})
+print(json.dumps({"took": took, "before": before, "rounds": rounds}))
 """
 
 
-def _faults(mode: str) -> dict:
+def _heap_rounds(mode: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     out = subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True,
                          check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc setting")
-def test_reused_allocations_stop_faulting():
-    # The fewest faults of three fresh interpreters: the kernel's proactive reclaim
-    # (DAMON runs on these VMs) can page out retained memory between rounds while the
-    # suite loads the machine, which once gave 32768 faults in a CI run; reuse shows in
-    # a run it leaves alone.
-    default = _faults("default")
-    retained = min((_faults("retain") for _ in range(3)), key=lambda r: r["faults"])
-    assert retained["took"] is True
-    pages = 5 * 64 * 2**20 // 4096  # what 5 fresh 64 MiB allocations fault in
-    assert default["faults"] > pages // 2  # the default returns the memory each time
-    assert retained["faults"] < pages // 20  # retained: the same pages are reused
+def _has_mallinfo2() -> bool:
+    import ctypes
+    try:
+        return hasattr(ctypes.CDLL("libc.so.6"), "mallinfo2")
+    except OSError:
+        return False
+
+
+needs_glibc = pytest.mark.skipif(not sys.platform.startswith("linux") or not _has_mallinfo2(),
+                                 reason="glibc >= 2.33 malloc (mallinfo2) only")
+
+
+@needs_glibc
+def test_the_default_maps_and_returns_each_large_allocation():
+    run = _heap_rounds("default")
+    base = run["before"]["mmapped"]
+    for r in run["rounds"]:
+        assert r["alive"]["mmapped"] - base >= 64 * MIB  # served by a fresh mmap
+        assert r["freed"]["mmapped"] == base              # and handed back on free
+
+
+@needs_glibc
+def test_retained_allocations_reuse_the_heap_it_keeps():
+    run = _heap_rounds("retain")
+    assert run["took"] is True
+    before = run["before"]
+    for r in run["rounds"]:
+        # never mmapped, and the heap does not grow: no memory asked of the kernel
+        assert r["alive"]["mmapped"] == before["mmapped"]
+        assert r["alive"]["heap"] == before["heap"]
+        # freed but kept (not trimmed): the next round's 64 MiB is already the process's
+        assert r["freed"]["heap"] == before["heap"]
+        assert r["freed"]["heap_free"] >= 64 * MIB
