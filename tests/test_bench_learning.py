@@ -13,8 +13,8 @@ from rlvr.config import load_config
 from rlvr.training.config import TrainConfig
 
 from benchmarks.headline.bench_learning import (at_mark, first_reaching, learning_line,
-                                                mark_table, marks_end, side_overrides,
-                                                versus_line)
+                                                long_run_line, mark_table, marks_end,
+                                                side_overrides, versus_line)
 from benchmarks.headline.bench_learning_trl_side import grpo_settings
 
 
@@ -70,6 +70,32 @@ def test_flags_override_the_users_overrides() -> None:
                               every_s=None, eval_size=4)
     assert side_overrides(args) == ["max_seconds=60", "optim.lr=2e-5", "max_seconds=120.0",
                                     "data.eval_size=4"]
+
+
+def test_a_long_run_keeps_the_best_and_lets_the_clock_end_it() -> None:
+    args = argparse.Namespace(overrides=["optim.lr=2e-5"], budget_s=None, every_s=None,
+                              eval_size=None, minutes=60.0)
+    assert side_overrides(args) == ["optim.lr=2e-5", "max_seconds=3600", "eval.keep_best=true",
+                                    "steps=1000000", "eval.every_s=300"]
+    args.every_s, args.budget_s = 120.0, 30.0  # the explicit flags still win
+    assert side_overrides(args)[-2:] == ["max_seconds=30.0", "eval.every_s=120.0"]
+    assert "eval.every_s=300" not in side_overrides(args)
+    cfg = load_config(TrainConfig, str(Path(__file__).resolve().parents[1] / "configs" /
+                                       "learning_arithmetic.yaml"), side_overrides(args))
+    assert cfg.eval.keep_best and cfg.steps == 1000000 and cfg.max_seconds == 30.0
+
+
+def test_long_run_line() -> None:
+    summary = {"best": {"step": 20, "accuracy": 0.5, "checkpoint": "c/best"},
+               "collapse_warnings": [{"step": 30}, {"step": 31}]}
+    assert long_run_line("learning-arithmetic", RLVR, summary) == (
+        "long run: learning-arithmetic held-out best 0.500 at step 20, final 0.500, "
+        "collapse warnings 2")
+    dropped = RLVR + evals((40, 600.0, 0.41))
+    assert long_run_line("t", dropped, {"best": summary["best"]}).endswith(
+        "best 0.500 at step 20, final 0.410, collapse warnings 0")
+    with pytest.raises(ValueError, match="keep_best"):
+        long_run_line("t", RLVR, {"best": None})
 
 
 def test_trl_settings_follow_the_config(tmp_path: Path) -> None:

@@ -12,11 +12,18 @@ a multiple of `eval.every_s`, and at the end.
     python -m benchmarks.headline.bench_learning               # both sides, the default config
     python -m benchmarks.headline.bench_learning --rlvr-only --budget-s 120 --every-s 60
     python -m benchmarks.headline.bench_learning optim.lr=2e-5        # overrides go to both sides
+    python -m benchmarks.headline.bench_learning --minutes 60 --rlvr-only   # a long run
 
 Writes DIR/learning_curve.png (TRL overlaid when it ran; TRL's files are in DIR/trl)
 and benchmarks/results/learning-YYYYMMDD-HHMM.json. Last line (rlvr only):
 `learning: TASK held-out A -> B in S s (N steps)`; with TRL:
 `vs trl: rlvr A -> B, trl A -> C at S s; rlvr reached C at T s`.
+
+--minutes M is a long run: M minutes of training clock, the best held-out checkpoint kept
+(eval.keep_best) and re-evaluated afterwards by `rlvr eval RUN --best` on the same
+held-out problems, an evaluation every 300 training seconds unless --every-s says
+otherwise, and the step cap lifted so the clock ends the run. It ends with
+`long run: TASK held-out best B at step N, final F, collapse warnings W`.
 """
 
 from __future__ import annotations
@@ -86,6 +93,24 @@ def versus_line(rlvr: Evals, trl: Evals, budget_s: float) -> str:
     return head + f"rlvr reached {target:.3f} at {round(reached)} s"
 
 
+def long_run_line(task: str, evals: Evals, summary: dict[str, Any]) -> str:
+    """The long run's verdict: the best held-out evaluation the run kept (summary.json
+    `best`), the final one, and how many collapse warnings the run's watch raised."""
+    best = summary.get("best") or {}
+    if not best:
+        raise ValueError("the run kept no best checkpoint (eval.keep_best was off)")
+    return (f"long run: {task} held-out best {best['accuracy']:.3f} at step {best['step']}, "
+            f"final {accuracy(evals[-1]):.3f}, collapse warnings "
+            f"{len(summary.get('collapse_warnings') or [])}")
+
+
+def long_run_overrides(minutes: float, every_s: float | None) -> list[str]:
+    """What --minutes adds: the clock's budget, the best checkpoint kept, evaluations
+    every 300 s (unless --every-s), and a step cap the clock reaches first."""
+    return [f"max_seconds={minutes * 60:g}", "eval.keep_best=true", "steps=1000000",
+            *([] if every_s is not None else ["eval.every_s=300"])]
+
+
 def mark_table(sides: dict[str, Evals], every_s: float, budget_s: float) -> list[str]:
     """Held-out greedy accuracy of each side at step 0, at each mark until the budget or
     the last evaluation, whichever is first, and at the end: 'accuracy (step, train
@@ -142,14 +167,22 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--every-s", type=float, help="evaluate every S training seconds")
     p.add_argument("--eval-size", type=int, help="held-out problems (data.eval_size)")
     p.add_argument("--run-root", default="runs", help="the run dir goes under it")
-    return p.parse_args()
+    p.add_argument("--minutes", type=float, help="a long run of M training minutes (rlvr "
+                   "only): keeps and re-evaluates the best checkpoint")
+    args = p.parse_args()
+    if args.minutes is not None and not args.rlvr_only:
+        p.error("--minutes is a long run of rlvr alone: add --rlvr-only")
+    return args
 
 
 def side_overrides(args: argparse.Namespace) -> list[str]:
     """The overrides both sides get: the user's, then the flags' (which win)."""
     flags = {"max_seconds": args.budget_s, "eval.every_s": args.every_s,
              "data.eval_size": args.eval_size}
-    return list(args.overrides) + [f"{k}={v}" for k, v in flags.items() if v is not None]
+    long_run = (long_run_overrides(args.minutes, args.every_s)
+                if getattr(args, "minutes", None) else [])
+    return list(args.overrides) + long_run + [f"{k}={v}" for k, v in flags.items()
+                                               if v is not None]
 
 
 def load_or_exit(path: str, overrides: list[str], with_trl: bool) -> Any:
@@ -215,14 +248,14 @@ def honesty(run_dir: Path) -> list[str]:
     """Is the lift made of real answers? `rlvr audit` over the training attempts (as a
     user runs it), and the strict re-check over the last held-out evaluation's passed
     answers (evals/step-N.jsonl)."""
-    from rlvr.audit.rundata import configured_verifier
     from rlvr.audit.strict import strict_recheck
+    from rlvr.runs.verifier import run_verifier
 
     audit = subprocess.run([sys.executable, "-m", "rlvr", "audit", str(run_dir)],
                            capture_output=True, text=True,
                            env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     said = [line for line in audit.stdout.splitlines() if line.strip()]
-    verifier = configured_verifier(run_dir / "config.yaml")
+    verifier = run_verifier(run_dir)
     last = sorted((run_dir / "evals").glob("step-*.jsonl"))[-1]
     answers = [json.loads(line) for line in last.read_text().splitlines() if line.strip()]
     passed = [a for a in answers if a["passed"]]
@@ -274,6 +307,33 @@ def report(cfg: Any, run_dir: Path, rlvr: dict, trl: dict | None,
             print(f"note: trl's step-0 accuracy is {accuracy(trl['evals'][0]):.3f}; the "
                   "sides evaluate the same model with the same code, so they should agree")
         print(versus_line(rlvr["evals"], trl["evals"], cfg.max_seconds))
+    if args.minutes:
+        print(reevaluate_best(run_dir, cfg))
+        print(long_run_line(cfg.name, rlvr["evals"], rlvr["summary"]))
+
+
+def reevaluate_best(run_dir: Path, cfg: Any) -> str:
+    """`rlvr eval RUN --best` (as a user runs it) on the held-out problems the run
+    evaluated, greedy, with the run's prompt rendering and token budget: the kept
+    weights should give the best evaluation's accuracy again."""
+    answers = sorted((run_dir / "evals").glob("step-*.jsonl"))[-1]
+    tasks = run_dir / "held_out_tasks.jsonl"
+    rows = [json.loads(line) for line in answers.read_text().splitlines() if line.strip()]
+    tasks.write_text("".join(json.dumps({"id": r["id"], "prompt": r["prompt"],
+                                         "reference": r["reference"], "verifier": "math"}) + "\n"
+                             for r in rows))
+    out = run_dir / "eval" / "best-held-out.json"
+    run_process([sys.executable, "-m", "rlvr", "eval", str(run_dir), "--best", "--dataset",
+                 str(tasks), "--max-new-tokens", str(cfg.sampling.max_new_tokens),
+                 "--output", str(out)], capture=True)
+    result = json.loads(out.read_text())
+    return (f"best checkpoint re-evaluated (rlvr eval {run_dir.name} --best, {len(rows)} "
+            f"held-out problems): greedy accuracy {result_accuracy(result):.3f}")
+
+
+def result_accuracy(result: dict[str, Any]) -> float:
+    """Greedy accuracy from `rlvr eval`'s results JSON."""
+    return float(result["metrics"]["greedy/accuracy"])
 
 
 def time_split(run_dir: Path, rlvr_evals: Evals, trl: dict | None) -> str:
