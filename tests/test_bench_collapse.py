@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.headline.bench_collapse import REMEDY, curve, remedy_line, table, verdict
+from benchmarks.headline.bench_collapse import REMEDIES, curve, remedy_line, table, verdict
 from rlvr.config import load_config
 from rlvr.training.config import TrainConfig
 
@@ -43,6 +43,8 @@ def test_verdict_takes_the_earliest_best_and_counts_warnings() -> None:
 def test_lines() -> None:
     base = {"best": 0.39, "best_step": 20, "final": 0.15, "warnings": 2}
     fixed = {"best": 0.42, "best_step": 35, "final": 0.41, "warnings": 0}
+    assert remedy_line(base, fixed, "kl_ref_0.1").endswith("; kl_ref_0.1 best 0.420 at step "
+                                                           "35, final 0.410, warnings 0")
     assert remedy_line(base, fixed) == (
         "collapse remedy: base best 0.390 at step 20, final 0.150, warnings 2; "
         "kl_cov best 0.420 at step 35, final 0.410, warnings 0")
@@ -53,8 +55,12 @@ def test_lines() -> None:
     assert lines[2].split() == ["5", "0.300", "/", "1.250", "-"]
 
 
-def test_the_remedy_is_a_valid_override_of_the_benchs_config() -> None:
-    cfg = load_config(TrainConfig, str(REPO / "configs" / "learning_arithmetic.yaml"),
-                      list(REMEDY))
-    loss = cfg.algorithm.policy_loss
-    assert loss.plain() == {"name": "kl_cov", "ratio": 0.002, "beta": 1.0}
+def test_each_remedy_is_a_valid_override_of_the_benchs_config() -> None:
+    def load(name: str) -> TrainConfig:
+        return load_config(TrainConfig, str(REPO / "configs" / "learning_arithmetic.yaml"),
+                           list(REMEDIES[name]))
+    assert load("kl_cov").algorithm.policy_loss.plain() == {"name": "kl_cov", "ratio": 0.002,
+                                                            "beta": 1.0}
+    assert load("kl_cov_0.02").algorithm.policy_loss.plain()["ratio"] == 0.02
+    ref = load("kl_ref_0.1").algorithm
+    assert ref.kl_beta == 0.1 and ref.policy_loss.plain()["name"] == "ppo_clip"

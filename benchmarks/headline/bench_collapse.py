@@ -14,8 +14,8 @@ verifier) and policy entropy at every evaluation, and its collapse warnings.
     PYTHONPATH=src python -m benchmarks.headline.bench_collapse --runs-root runs/collapse-1
 
 A bench started again with the same --runs-root keeps the runs that finished. Last line:
-`collapse remedy: base best B0 at step N0, final F0, warnings W0; kl_cov best B1 at step
-N1, final F1, warnings W1`.
+`collapse remedy: base best B0 at step N0, final F0, warnings W0; REMEDY best B1 at step
+N1, final F1, warnings W1` (--remedy: kl_cov, kl_cov_0.02 or kl_ref_0.1).
 """
 
 from __future__ import annotations
@@ -29,9 +29,19 @@ from typing import Any
 from benchmarks import REPO, RESULTS
 from benchmarks.headline.bench_hacking import train
 
-# the whole loss replaces the config's (its clip-higher option is PPO-clip's, not KL-Cov's);
-# ratio and beta are the paper's 7B setting and the authors' implementation's
-REMEDY = ("algorithm.policy_loss={name: kl_cov, ratio: 0.002, beta: 1.0}",)
+# Remedies by name: each a list of config overrides. The whole loss replaces the config's
+# (its clip-higher option is PPO-clip's, not KL-Cov's).
+REMEDIES = {
+    # KL-Cov at the paper's 7B setting (ratio 2e-3) and the authors' implementation's beta
+    "kl_cov": ("algorithm.policy_loss={name: kl_cov, ratio: 0.002, beta: 1.0}",),
+    # the same with 10x the tokens: a step here has ~500-1000 valid tokens, so 2e-3
+    # restrains one or two of them
+    "kl_cov_0.02": ("algorithm.policy_loss={name: kl_cov, ratio: 0.02, beta: 1.0}",),
+    # a KL penalty to the frozen start in the loss (k3 estimator; Schulman 2020's
+    # approximation, as GRPO uses it: Shao et al. 2024, arXiv:2402.03300)
+    "kl_ref_0.1": ("algorithm.kl_beta=0.1",),
+}
+REMEDY = REMEDIES["kl_cov"]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -45,6 +55,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = every core)")
     p.add_argument("--runs-root", default="", help="default: runs/collapse-TIMESTAMP")
+    p.add_argument("--remedy", default="kl_cov", choices=sorted(REMEDIES),
+                   help="the remedy run beside the base run (default kl_cov)")
+    p.add_argument("--only-remedy", action="store_true",
+                   help="train only the remedy run (the base run trained elsewhere, or later)")
     return p.parse_args(argv)
 
 
@@ -73,11 +87,11 @@ def verdict(rows: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, An
             "warnings": len(summary.get("collapse_warnings") or [])}
 
 
-def remedy_line(base: dict[str, Any], remedy: dict[str, Any]) -> str:
+def remedy_line(base: dict[str, Any], remedy: dict[str, Any], name: str = "kl_cov") -> str:
     def part(name: str, v: dict[str, Any]) -> str:
         return (f"{name} best {v['best']:.3f} at step {v['best_step']}, final {v['final']:.3f}, "
                 f"warnings {v['warnings']}")
-    return f"collapse remedy: {part('base', base)}; {part('kl_cov', remedy)}"
+    return f"collapse remedy: {part('base', base)}; {part(name, remedy)}"
 
 
 def table(curves: dict[str, list[dict[str, Any]]]) -> list[str]:
@@ -98,7 +112,10 @@ def main() -> None:
     args = parse_args()
     root = Path(args.runs_root or REPO / "runs" / f"collapse-{time.strftime('%Y%m%d-%H%M%S')}")
     root.mkdir(parents=True, exist_ok=True)
-    runs = {"base": train(root, "base", args), "kl_cov": train(root, "kl_cov", args, *REMEDY)}
+    remedy = train(root, args.remedy, args, *REMEDIES[args.remedy])
+    if args.only_remedy:
+        return
+    runs = {"base": train(root, "base", args), args.remedy: remedy}
     curves = {name: curve(run) for name, run in runs.items()}
     verdicts = {name: verdict(curves[name], json.loads((run / "summary.json").read_text()))
                 for name, run in runs.items()}
@@ -108,7 +125,7 @@ def main() -> None:
     out.write_text(json.dumps({"args": vars(args), "runs": {k: str(v) for k, v in runs.items()},
                                "curves": curves, "verdicts": verdicts}, indent=1) + "\n")
     print(f"results: {out}")
-    print(remedy_line(verdicts["base"], verdicts["kl_cov"]))
+    print(remedy_line(verdicts["base"], verdicts[args.remedy], args.remedy))
 
 
 if __name__ == "__main__":
