@@ -88,7 +88,8 @@ def test_single_turn_runs_are_the_pre_episode_code_path(tmp_path, monkeypatch):
                       *plugin_reward("train_helpers:LengthVerifier")), tmp_path / "run")
     assert checked == [1, 2, 3]
     metrics = [json.loads(x) for x in (tmp_path / "run/metrics.jsonl").read_text().splitlines()]
-    assert all(m["episode/turns_mean"] == 1.0 and m["episode/end_done"] == 1.0 for m in metrics)
+    # a plain single-turn run logs no episode/* metrics: they would be constants
+    assert metrics and not any(k.startswith("episode/") for m in metrics for k in m)
 
 
 class Again:

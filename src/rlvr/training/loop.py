@@ -421,10 +421,16 @@ def step_metrics(t: Trainer, step: int, groups: Groups, batch: PackedBatch, mask
         **update,
     }
     metrics.update({f"dynamic/{k}": v for k, v in groups.stats.items()})
-    if groups.episodes:
+    if groups.episodes and not plain_single_turn(t.cfg):
         scores = [[v.score for v in g] for g in groups.verdicts]  # > 0 exactly when rewarded
         metrics.update(episode_metrics(groups.episodes, scores, t.cfg.episodes.max_turns))
     return metrics
+
+
+def plain_single_turn(cfg: TrainConfig) -> bool:
+    """One prompt, one answer, no environment of the operator's: its episode/* metrics
+    would be constants (one turn, no tools, no environment time), so they are not logged."""
+    return cfg.episodes.environment == "single_turn" and cfg.episodes.max_turns == 1
 
 
 def rollout_lines(step: int, groups: Groups, rewards: torch.Tensor,
