@@ -89,10 +89,27 @@ class AsyncRollouts:
 
     def publish(self, model: Any) -> None:
         """The updated weights for the producer: version += 1 once they are all written."""
-        with self.lock, torch.no_grad():
-            for name, tensor in model.state_dict().items():
-                self.shared[name].copy_(tensor)
+        self._acquire()
+        try:
+            with torch.no_grad():
+                for name, tensor in model.state_dict().items():
+                    self.shared[name].copy_(tensor)
             self.version.value += 1
+        finally:
+            self.lock.release()
+
+    def _acquire(self) -> None:
+        """The weights' lock; a producer killed while it held it (loading weights) never
+        releases it, so the wait checks that the producer lives."""
+        began = time.perf_counter()
+        while not self.lock.acquire(timeout=POLL_S):
+            if not self.process.is_alive():
+                raise ProducerError(f"the rollout producer (pid {self.process.pid}) exited "
+                                    f"with status {self.process.exitcode} while loading "
+                                    "weights; a resume samples its groups again")
+            if time.perf_counter() - began >= self.cfg.rollout.producer_timeout_s:
+                raise ProducerError(f"the rollout producer (pid {self.process.pid}) held the "
+                                    f"weights' lock for {time.perf_counter() - began:.1f} s")
 
     def _receive(self, step: int) -> SampledGroup:
         """The queue's next group; a ProducerError when the producer failed, exited, or
