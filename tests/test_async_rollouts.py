@@ -133,3 +133,22 @@ def test_a_killed_producer_stops_the_run_with_exit_3_and_a_resume_redoes_its_gro
     # the groups in flight at the kill were sampled again: every step's problems are
     # the synchronous run's
     assert _prompts_per_step(run) == _prompts_per_step(synchronous)
+
+
+@pytest.mark.slow
+def test_the_producer_is_stopped_when_the_run_is_interrupted(tmp_path, monkeypatch):
+    import rlvr.training.run as run_module
+
+    real_step, seen = run_module.rl_step, {}
+
+    def interrupted(trainer, number):
+        seen["pid"] = trainer.producer.process.pid
+        if number == 2:
+            raise KeyboardInterrupt
+        return real_step(trainer, number)
+
+    monkeypatch.setattr("rlvr.training.run.rl_step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny_config(*BASE, "rollout.max_staleness=1"), tmp_path / "run")
+    with pytest.raises(ProcessLookupError):  # stopped and reaped
+        os.kill(seen["pid"], 0)
