@@ -106,7 +106,9 @@ def choose_update_path(cfg: TrainConfig, model: Any, engine: RolloutEngine, toke
     any training: a path asked for by name that cannot run is a ConfigError naming the
     field. `auto` weighs the paths at the run's shape (a typical prompt's length)."""
     s, a = cfg.sampling, cfg.algorithm
-    no_activations = ("sampling.reuse_activations is false" if not s.reuse_activations
+    no_activations = ("rollout.max_staleness >= 1: the producer keeps its activations"
+                      if cfg.rollout.asynchronous
+                      else "sampling.reuse_activations is false" if not s.reuse_activations
                       else "algorithm.dynamic_sampling mixes several draws' groups"
                       if a.dynamic_sampling
                       else "episodes with environment turns keep no activations"

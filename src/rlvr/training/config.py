@@ -18,6 +18,7 @@ from rlvr.data.loading import FieldMapping
 from rlvr.models.lora import LoraConfig
 from rlvr.training.config_episodes import EpisodesConfig
 from rlvr.training.config_fields import _doc
+from rlvr.training.config_rollout import RolloutConfig, check_async
 
 # the sections kept in their own modules, importable from here as before
 from rlvr.training.config_reward import RewardConfig, backend_problem, check_plugin_names
@@ -419,6 +420,8 @@ class TrainConfig:
                               default_factory=WatchConfig)
     distributed: DistributedConfig = _doc("several processes under torchrun (FSDP2)",
                                           default_factory=DistributedConfig)
+    rollout: RolloutConfig = _doc("asynchronous rollouts: a producer process sampling "
+                                  "ahead of the update", default_factory=RolloutConfig)
     logging: LoggingConfig = _doc("experiment trackers (TensorBoard, W&B, MLflow, trackio)",
                                   default_factory=LoggingConfig)
 
@@ -471,6 +474,7 @@ class TrainConfig:
             raise ConfigError("sampling.prompts_per_step must be divisible by "
                               "algorithm.minibatches", "algorithm.minibatches")
         check_engine_and_path(self)
+        check_async(self)  # rollout.max_staleness >= 1 with what it cannot run with yet
         check_plugin_names(self.reward, self.eval.verifier, self.eval.options, "eval.")
         check_plugin_names(self.reward, self.data.default_verifier, {}, "data.default_")
         if self.sampling.generation_shards > 1 and self.algorithm.dynamic_sampling:
@@ -497,6 +501,7 @@ def check_distributed(cfg: TrainConfig, world: int, resume: bool = False) -> Non
         "sampling.engine": s.engine != "hf",
         "model.gradient_checkpointing": cfg.model.gradient_checkpointing,
         "sft.steps": cfg.sft.steps > 0 and not resume,
+        "rollout.max_staleness": cfg.rollout.max_staleness > 0,
     }
     for field_name, refused in refusals.items():
         if refused:

@@ -68,10 +68,16 @@ class Trainer:
     # None: `episodes.environment` of the config) and the turns' rendering.
     make_env: Any = None
     turns: Any = None
+    # rollout.max_staleness >= 1: the producer process's groups and weights
+    # (rlvr.training.async_rollouts.AsyncRollouts); None: this process samples each step
+    producer: Any = None
 
     def __post_init__(self) -> None:
+        # Stale samples' log-probs are not the update's pi_old: `auto` corrects them
+        # (decoupled PPO with truncated IS; docs/training.md, "Asynchronous rollouts").
         self.algo = build_algorithm(self.cfg.algorithm, self.cfg.sampling.max_new_tokens,
-                                    self.engine.capabilities.logprobs_match_trainer)
+                                    self.engine.capabilities.logprobs_match_trainer
+                                    and not self.cfg.rollout.asynchronous)
         self.make_env = self.make_env or run_environment(self.cfg, self.tokenizer)
         self.turns = self.turns or TurnRenderer(self.renderer)
 
@@ -102,7 +108,8 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     began = time.perf_counter()
 
     # 1-2. Sample and grade (DAPO dynamic sampling may draw several times).
-    groups, gen_tokens = collect_groups(t, step, times)
+    groups, gen_tokens = (collect_groups(t, step, times) if t.producer is None
+                          else t.producer.collect(t, step, times))  # K >= 1: the producer's
     flat = [c for group in groups.completions for c in group]
     batch = pack(flat, t.tokenizer.pad_token_id or 0, _device(t.model))
     mask = batch.mask.float()  # [B, T]
@@ -132,12 +139,16 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     times["update"] = time.perf_counter() - update_began
     sync_began = time.perf_counter()
     sync_sampler(t)  # a reference swap here; a gather under FSDP; a checked copy for vLLM
+    if t.producer is not None:  # the next version, for the producer's next draw
+        t.producer.publish(t.model)
     times["weight_sync"] = time.perf_counter() - sync_began
     sync_parts = dict(getattr(t.engine, "sync_stats", {}))  # an engine that copies weights
 
     metrics = step_metrics(t, step, groups, batch, mask, rewards, update, times, gen_tokens)
     metrics.update(mismatch)
     metrics.update(sync_parts)
+    if t.producer is not None:  # staleness/*, async/*
+        metrics.update(t.producer.stats)
     metrics["time/step"] = time.perf_counter() - began
     metrics["update/path"] = t.update.take_ran()  # the forwards this step's update ran
     metrics.update(t.paths)  # rollout/path and why no faster path runs (once per run)

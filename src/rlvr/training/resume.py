@@ -45,6 +45,9 @@ RESUMABLE_FIELDS: dict[str, str] = {
     "reward.remote_urls": "which rlvr serve servers grade, not how",
     "reward.remote_token": "the servers' token, not how they grade",
     "episodes.options.url": "where the `openenv` environment's server is, not what it plays",
+    "rollout.producer_timeout_s": "how long the update waits for the producer, not what it "
+                                  "samples",
+    "rollout.producer_threads": "the producer's CPU threads, not what it samples",
 }
 
 

@@ -36,6 +36,7 @@ from rlvr.rollout.factory import build_engine
 from rlvr.runs import Progress, ReadOnlyRunDir, RunDir
 from rlvr.runs.trackers import TrackerSet
 from rlvr.runs.verifier import run_verifier
+from rlvr.training.async_rollouts import async_rollouts
 from rlvr.training.batch import choose_update_path
 from rlvr.training.checkpoint import (OPTIMIZER_DCP, checkpoint_step, latest_checkpoint,
                                       load_trainer_state, save_checkpoint, staging_dir)
@@ -122,8 +123,10 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             guard.evaluated(0, state.get("eval_before", {}) if checkpoint is None else {},
                             trainer)
             _settle_memory(trainer)
-            try:
-                summary = _rl_steps(trainer, run, state, log_eval, progress, trackers, guard)
+            try:  # K >= 1: the rollout producer, stopped however the steps end
+                with async_rollouts(trainer, int(state.get("step", 0)) + 1):
+                    summary = _rl_steps(trainer, run, state, log_eval, progress, trackers,
+                                        guard)
             finally:
                 gc.unfreeze()  # train() may be called again in this process (tests, notebooks)
     except BaseException as error:

@@ -1,0 +1,78 @@
+"""The trainer config's `rollout` section: asynchronous rollouts (rlvr.training.producer,
+rlvr.training.async_rollouts; docs/training.md, "Asynchronous rollouts"). Part of
+TrainConfig (rlvr.training.config), in its own module to keep that file readable.
+
+max_staleness 0 (the default) is the synchronous loop, untouched. K >= 1 samples in a
+producer process up to K policy versions ahead of the update; `check_async` refuses,
+at config load, the settings that path does not support yet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rlvr.config import ConfigError
+from rlvr.training.config_fields import _doc
+
+if TYPE_CHECKING:
+    from rlvr.training.config import TrainConfig
+
+
+@dataclass
+class RolloutConfig:
+    """Where and how far ahead the rollouts are sampled."""
+
+    max_staleness: int = _doc(
+        "K: how many policy versions the sampler may lag the update. 0 = synchronous (each "
+        "step samples with the weights the update then trains, in this process). K >= 1: a "
+        "producer process samples the next steps' groups while the update runs; a group "
+        "sampled more than K updates before it is trained is dropped; the loss is "
+        "decoupled PPO with truncated importance weights (docs/training.md, "
+        "\"Asynchronous rollouts\")", default=0)
+    producer_timeout_s: float = _doc(
+        "K >= 1: seconds the update waits for the producer's next group before the run "
+        "stops with an error naming the producer", default=600.0)
+    producer_threads: int = _doc("K >= 1: torch CPU threads of the producer process",
+                                 default=1)
+
+    def validate(self) -> None:
+        if isinstance(self.max_staleness, bool) or self.max_staleness < 0:
+            raise ConfigError(f"must be an integer >= 0, got {self.max_staleness!r}",
+                              "max_staleness")
+        if not self.producer_timeout_s > 0:
+            raise ConfigError(f"must be > 0 seconds, got {self.producer_timeout_s!r}",
+                              "producer_timeout_s")
+        if self.producer_threads < 1:
+            raise ConfigError(f"must be >= 1, got {self.producer_threads!r}",
+                              "producer_threads")
+
+    @property
+    def asynchronous(self) -> bool:
+        return self.max_staleness >= 1
+
+
+def check_async(cfg: "TrainConfig") -> None:
+    """What rollout.max_staleness >= 1 cannot run with yet, named by field, before any
+    model is built (torchrun's ranks: rlvr.training.config.check_distributed)."""
+    if not cfg.rollout.asynchronous:
+        return
+    a, s = cfg.algorithm, cfg.sampling
+    refusals = {
+        "sampling.engine": (s.engine != "hf", "the producer runs the hf engine on CPU"),
+        "model.device": (cfg.model.device != "cpu", "the producer and the update share "
+                         "weights through CPU shared memory (a GPU trainer is not done yet)"),
+        "algorithm.dynamic_sampling": (a.dynamic_sampling, "its extra draws would need the "
+                                       "producer to know which groups were uniform"),
+        "episodes.max_turns": (cfg.episodes.max_turns > 1, "multi-turn episodes run in the "
+                               "synchronous loop only"),
+        "model.lora.enabled": (cfg.model.lora.enabled, "the producer copies full weights"),
+        "update.path": (cfg.update.path == "replay", "the producer's kept activations stay "
+                        "in its process"),
+        "algorithm.recompute_old_logprobs": (
+            a.recompute_old_logprobs is False and a.rollout_correction.name != "none",
+            "stale samples need the trainer's own pi_old for the correction"),
+    }
+    for name, (refused, why) in refusals.items():
+        if refused:
+            raise ConfigError(f"not supported with rollout.max_staleness="
+                              f"{cfg.rollout.max_staleness} yet: {why}", name)

@@ -1,0 +1,154 @@
+"""The rollout producer: a process (multiprocessing spawn) that samples the next steps'
+groups while the trainer updates (rollout.max_staleness = K >= 1; docs/training.md,
+"Asynchronous rollouts").
+
+It owns a private copy of the policy and the run's rollout engine on CPU, with its own
+torch threads. It draws problems in the trainer's data order (a PromptOrder started from
+the trainer's position), step by step, each step's draw sampled with the synchronous
+run's seed for that step. Before each step's generation it waits until the trainer has
+published version >= step - 1 - K (so it runs at most K versions ahead: the wait is
+`time/producer_idle`), then loads the newest published weights; every group of that
+draw is tagged with the version it loaded, so no group reports a version newer than the
+weights that sampled it. Groups go on a bounded queue ungraded: the trainer grades them
+(its verifier pool) when it takes a step's groups.
+
+The trainer side (publishing weights, taking groups, stopping this process) is
+rlvr.training.async_rollouts.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+import traceback
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from rlvr.data.records import TaskRecord
+from rlvr.distributed.context import Dist
+from rlvr.episodes.render import TurnRenderer
+from rlvr.rollout.base import SamplingParams
+from rlvr.rollout.factory import build_engine
+from rlvr.training.config import TrainConfig
+from rlvr.training.loop import _sampling_seed, generate_shards, run_environment
+from rlvr.training.prompt_order import PromptOrder, take
+from rlvr.training.setup import engine_options, prompt_renderer
+from rlvr.training.staleness import SampledGroup
+
+POLL_S = 0.005  # how often a wait looks again at the version counter and the stop flag
+
+
+@dataclass
+class ProducerSpec:
+    """Everything the producer process is started with (pickled by spawn; the weight
+    tensors and the counters are shared with the trainer, not copied)."""
+
+    cfg: TrainConfig
+    records: list[TaskRecord]
+    order_state: dict[str, int]    # the trainer's PromptOrder position at the start
+    first_step: int
+    model_class: type
+    model_config: Any
+    tokenizer: Any
+    shared: dict[str, torch.Tensor]  # the published weights (shared memory)
+    version: Any                     # multiprocessing Value: published version
+    lock: Any                        # held while the weights are written or read
+    stop: Any                        # Event: the trainer is done
+    groups: Any                      # bounded Queue of SampledGroup
+    errors: Any                      # Queue: a traceback when the producer fails
+
+
+def producer_main(spec: ProducerSpec) -> None:
+    """The process's entry point: produce until told to stop; an error's traceback goes
+    to the trainer (which stops the run naming this process) and the exit status is 1."""
+    spec.groups.cancel_join_thread()  # exiting never waits for the trainer to drain
+    try:
+        Producer(spec).run()
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the trainer stops
+        return
+    except BaseException:
+        spec.errors.put(traceback.format_exc())
+        raise SystemExit(1)
+
+
+class Producer:
+    def __init__(self, spec: ProducerSpec) -> None:
+        cfg = spec.cfg
+        torch.set_num_threads(cfg.rollout.producer_threads)
+        self.spec, self.cfg = spec, cfg
+        dtype = next(iter(spec.shared.values())).dtype
+        self.model = spec.model_class(spec.model_config).to(dtype).eval().requires_grad_(False)
+        self.engine = build_engine(cfg.sampling.engine, self.model, spec.tokenizer,
+                                   engine_options(cfg))
+        renderer = prompt_renderer(cfg.prompt, spec.tokenizer)
+        # what loop.generate_shards reads of a Trainer: one process, the run's shards
+        self.sampler = SimpleNamespace(cfg=cfg, dist=Dist(), engine=self.engine,
+                                       turns=TurnRenderer(renderer),
+                                       make_env=run_environment(cfg, spec.tokenizer))
+        self.order = PromptOrder(len(spec.records), cfg.seed)
+        self.order.load_state_dict(spec.order_state)
+        self.loaded = -1   # the version in self.model (-1: none yet)
+        self.idle_s = 0.0  # seconds spent waiting for room
+        self.position = 0
+
+    def run(self) -> None:
+        step = self.spec.first_step
+        while self._wait_for_room(step):
+            self._load_newest()
+            self._produce(step)
+            step += 1
+
+    def _wait_for_room(self, step: int) -> bool:
+        """Wait until the trainer published version >= step - 1 - K; False: stop."""
+        began = time.perf_counter()
+        needed = step - 1 - self.cfg.rollout.max_staleness
+        while self.spec.version.value < needed:
+            if self.spec.stop.wait(POLL_S):
+                return False
+        self.idle_s += time.perf_counter() - began
+        return not self.spec.stop.is_set()
+
+    def _load_newest(self) -> None:
+        """The newest published weights into the private copy (the trainer never writes
+        them while this holds the lock)."""
+        with self.spec.lock:
+            version = self.spec.version.value
+            if version == self.loaded:
+                return
+            with torch.no_grad():
+                for name, tensor in self.model.state_dict().items():
+                    tensor.copy_(self.spec.shared[name])
+        self.loaded = version
+        self.engine.sync_weights(self.model)
+
+    def _produce(self, step: int) -> None:
+        """Step `step`'s draw, sampled as the synchronous run samples it (one call per
+        shard, the step's seeds), each group put on the queue as it is."""
+        s = self.cfg.sampling
+        indices = self.order.next(s.prompts_per_step)
+        params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature,
+                                top_p=s.top_p, top_k=s.top_k, stop=tuple(s.stop),
+                                seed=_sampling_seed(self.cfg.seed, step, 0))
+        began = time.perf_counter()
+        _, episodes = generate_shards(self.sampler, take(self.spec.records, indices),
+                                      replace(params, keep_activations=False))
+        share = (time.perf_counter() - began) / len(indices)
+        for index, group in zip(indices, episodes):
+            for episode in group:  # nothing process-local crosses the queue
+                episode.completion.activations = None
+            self._put(SampledGroup(self.position, index, step, self.loaded, group, share,
+                                   self.idle_s))
+            self.position += 1
+
+    def _put(self, group: SampledGroup) -> None:
+        began = time.perf_counter()
+        while not self.spec.stop.is_set():
+            try:
+                self.spec.groups.put(group, timeout=0.1)
+                break
+            except queue.Full:  # the trainer has not taken enough yet
+                continue
+        self.idle_s += time.perf_counter() - began
