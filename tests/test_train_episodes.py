@@ -229,3 +229,40 @@ def test_grade_episodes_sends_only_the_ungraded_final_texts_to_the_pool():
         [(1.0, True, ""), (0.25, False, "environment"), (1.0, True, "environment")],
         [(0.0, False, ""), (0.0, False, "env_timeout"), (0.0, False, "environment")]]
     assert rewards.tolist() == [[1.0, 0.25, 1.5], [0.0, 0.0, -0.5]]  # the env's, unclipped
+
+
+def test_prefix_reuse_is_counted_per_step_within_hand_bounds(two_turn_run):
+    """Turn 2 continues turn 1's row: it takes the first prompt and every turn-1 token the
+    decode fed (all but perhaps the last) from the kept keys/values and prefills the
+    environment's "again"; turn 1 reuses nothing (the weights changed since the last
+    step, so nothing kept is valid)."""
+    from rlvr.training.tiny import char_tokenizer
+
+    cfg, packed, metrics, _ = two_turn_run
+    tok, n = char_tokenizer(), cfg.sampling.max_new_tokens
+    for m, (completions, _) in zip(metrics, packed):
+        layouts = [(len(c.prompt_ids), *_layout(tok, c, n)) for c in completions]
+        reused_low = sum(p + first - 1 for p, first, _ in layouts)
+        reused_high = sum(p + first for p, first, _ in layouts)
+        assert reused_low <= m["rollout/prefix_reused_tokens"] <= reused_high
+        # turn 2's observations at least, and each problem's first prompt at least once
+        first_prompts = cfg.sampling.prompts_per_step * layouts[0][0]
+        assert m["rollout/prefix_prefilled_tokens"] >= \
+            sum(len(delta) for *_, delta in layouts) + first_prompts
+        total = m["rollout/prefix_reused_tokens"] + m["rollout/prefix_prefilled_tokens"]
+        assert m["rollout/prefix_reuse_share"] == pytest.approx(
+            m["rollout/prefix_reused_tokens"] / total)
+        assert m["rollout/prefix_rows_not_kept"] == 0.0
+
+
+def test_prefix_metrics_by_hand():
+    from rlvr.rollout.base import prefix_metrics
+
+    before = {"prefilled_tokens": 100, "reused_tokens": 40, "rows_not_kept": 1}
+    after = {"prefilled_tokens": 130, "reused_tokens": 130, "rows_not_kept": 3}
+    assert prefix_metrics(before, after) == {
+        "rollout/prefix_prefilled_tokens": 30.0, "rollout/prefix_reused_tokens": 90.0,
+        "rollout/prefix_reuse_share": 0.75, "rollout/prefix_rows_not_kept": 2.0}
+    assert prefix_metrics({}, {}) == {}  # an engine without counters
+    none = prefix_metrics(after, after)
+    assert none["rollout/prefix_reuse_share"] == 0.0  # no prompt tokens this step

@@ -151,6 +151,28 @@ def prefix_reuse(engine: Any) -> str:
     return describe() if callable(describe) else "none"
 
 
+def prefix_counters(engine: Any) -> dict[str, int]:
+    """The engine's prefix-reuse counters since it started (its `prefix_counters()`):
+    prompt tokens prefilled, prompt tokens taken from kept keys/values, rows not kept
+    (past the memory budget); {} for an engine that keeps none (vLLM caches on its own)."""
+    count = getattr(engine, "prefix_counters", None)
+    return dict(count()) if callable(count) else {}
+
+
+def prefix_metrics(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
+    """A step's prefix reuse from the counters before and after its generation:
+    rollout/prefix_prefilled_tokens, rollout/prefix_reused_tokens, rollout/prefix_reuse_share
+    (reused / all prompt tokens) and rollout/prefix_rows_not_kept; {} without counters."""
+    if not after:
+        return {}
+    delta = {k: after[k] - before.get(k, 0) for k in after}
+    prompt = delta["prefilled_tokens"] + delta["reused_tokens"]
+    return {"rollout/prefix_prefilled_tokens": float(delta["prefilled_tokens"]),
+            "rollout/prefix_reused_tokens": float(delta["reused_tokens"]),
+            "rollout/prefix_reuse_share": delta["reused_tokens"] / prompt if prompt else 0.0,
+            "rollout/prefix_rows_not_kept": float(delta["rows_not_kept"])}
+
+
 def rollout_path(engine: Any) -> RolloutPath:
     """The engine's `decode_path()`; an engine without one is named by its class."""
     describe = getattr(engine, "decode_path", None)

@@ -220,6 +220,10 @@ class HFRolloutEngine:
         """Recorded as rollout/path_prefix_reuse (rlvr.rollout.base.prefix_reuse)."""
         return "kept keys/values" if self.reuse_prefix else "off: sampling.reuse_prefix=false"
 
+    def prefix_counters(self) -> dict[str, int]:
+        """Counters since start (rlvr.rollout.base.prefix_counters)."""
+        return dict(self.prefixes.stats)
+
     def _fast_decodes(self) -> bool:
         return (self.fast_decode and self._device().type == "cpu"
                 and fast_llama.supports(self.model))

@@ -30,7 +30,7 @@ from rlvr.data.records import TaskRecord, prompt_text
 from rlvr.environments.registry import environment_factory
 from rlvr.episodes.render import TurnRenderer
 from rlvr.episodes.runner import Episode, run_episodes
-from rlvr.rollout.base import RolloutEngine, SamplingParams
+from rlvr.rollout.base import RolloutEngine, SamplingParams, prefix_counters, prefix_metrics
 from rlvr.training.accumulate import combine_stats, micro_batches
 from rlvr.training.algorithm import Algorithm, build_algorithm
 from rlvr.training.batch import PackedBatch, pack
@@ -100,6 +100,7 @@ class Groups:
     rewards: torch.Tensor          # [P, G]
     stats: dict[str, float]
     episodes: list[list[Episode]] = field(default_factory=list)  # [P][G]
+    prefix: dict[str, float] = field(default_factory=dict)  # rollout/prefix_* of the draws
 
 
 def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -191,7 +192,7 @@ def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Grou
     draws = cfg.algorithm.max_draws if cfg.algorithm.dynamic_sampling else 1
     keep = GroupAccumulator(target_groups=s.prompts_per_step, max_draws=draws)
     times["generate"] = times["verify"] = 0.0
-    gen_tokens, last = 0, None
+    gen_tokens, last, counters = 0, None, prefix_counters(t.engine)
     while not keep.done:
         records = take(t.records, t.order.next(s.prompts_per_step))
         params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature,
@@ -222,7 +223,9 @@ def collect_groups(t: Trainer, step: int, times: dict[str, float]) -> tuple[Grou
         kept_rewards, kept = last
     stats = keep.stats() if cfg.algorithm.dynamic_sampling else {}
     records, completions, verdicts, episodes = (list(x) for x in zip(*kept))
-    return Groups(records, completions, verdicts, kept_rewards, stats, episodes), gen_tokens
+    prefix = prefix_metrics(counters, prefix_counters(t.engine)) if s.reuse_prefix else {}
+    return Groups(records, completions, verdicts, kept_rewards, stats, episodes,
+                  prefix), gen_tokens
 
 
 def generate_shards(t: Trainer, records: list[TaskRecord], params: SamplingParams
@@ -433,6 +436,7 @@ def step_metrics(t: Trainer, step: int, groups: Groups, batch: PackedBatch, mask
     }
     metrics.update({f"dynamic/{k}": v for k, v in groups.stats.items()})
     if groups.episodes and not plain_single_turn(t.cfg):
+        metrics.update(groups.prefix)  # a turn after the first reuses its episode's prefix
         scores = [[v.score for v in g] for g in groups.verdicts]  # > 0 exactly when rewarded
         metrics.update(episode_metrics(groups.episodes, scores, t.cfg.episodes.max_turns))
     return metrics
