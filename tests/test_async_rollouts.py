@@ -97,6 +97,29 @@ def test_k1_trains_within_the_staleness_bound_on_the_synchronous_draws(synchrono
     assert _prompts_per_step(run) == _prompts_per_step(synchronous)
     assert not torch.equal(_weights(run, 0)["model.norm.weight"],
                            _weights(run, STEPS)["model.norm.weight"])
+    assert all(m["time/verify"] > 0 for m in rows)  # the producer's grading seconds
+    _graded_as_the_trainers_pool_grades(run)
+
+
+def _graded_as_the_trainers_pool_grades(run: Path) -> None:
+    """Every trained attempt's verdict (the producer graded it) is what the trainer's
+    own pool, built from the run's config, gives for the same completion."""
+    from types import SimpleNamespace
+
+    from rlvr.data.records import TaskRecord
+    from rlvr.training.rewards import grade_episodes, scoring_pool
+
+    cfg = tiny_config(*BASE, "rollout.max_staleness=1")
+    rows = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()]
+    records = [TaskRecord(r["prompt"], r["reference"], "arithmetic", r["prompt_id"])
+               for r in rows]
+    with scoring_pool(cfg, records, "cpu") as pool:
+        verdicts, scores = grade_episodes(
+            pool, records, [[SimpleNamespace(final_text=r["completion"], reward=None)]
+                            for r in rows], cfg.reward.verifier, cfg.reward.options)
+    assert [r["verdict"] for r in rows] == [v.to_dict() for v, in verdicts]
+    # no reward shaping in this config: the reward is the producer's score
+    assert [r["reward"] for r in rows] == scores.flatten().tolist()
 
 
 def _killing_step(step_to_kill: int):

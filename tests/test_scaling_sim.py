@@ -142,6 +142,38 @@ def test_published_compositions_reproduce_within_twelve_percent():
         assert 0.88 <= float(rows[label][3]) <= 1.0, label
 
 
+def test_async_step_by_hand():
+    # generation-bound: K=0 sums 100 + 20 + 80 + 5; K>=1 hides all but the last group's
+    # 1 s of grading behind generation and the 85 s of training + sync behind both
+    assert sim.async_step(100, 20, 1, 80, 5, 0) == {
+        "producer": 120, "trainer": 85, "exposed_verify": 20, "step": 205}
+    for k in (1, 2):
+        assert sim.async_step(100, 20, 1, 80, 5, k) == {
+            "producer": 101, "trainer": 85, "exposed_verify": 1, "step": 101}
+    # grading slower than sampling: 50 - 10 = 40 s of it is exposed
+    assert sim.async_step(10, 50, 1, 20, 2, 1)["step"] == 50
+    assert sim.async_step(10, 50, 1, 20, 2, 0)["step"] == 82
+    # trainer-bound: train + sync
+    assert sim.async_step(30, 3, 0.5, 60, 4, 1)["step"] == 64
+    with pytest.raises(ValueError, match="max_staleness"):
+        sim.async_step(1, 1, 1, 1, 1, -1)
+
+
+def test_verify_tail_spreads_the_last_group_over_the_workers():
+    a = replace(A, verify_s_per_item=0.5, cpu_workers=4)
+    assert sim.verify_tail(16, a) == 4 * 0.5      # 16 items, 4 at a time
+    assert sim.verify_tail(3, a) == 0.5           # fewer items than workers: one round
+    assert sim.verify_tail(5, a) == 2 * 0.5
+
+
+def test_async_never_slower_than_k0_on_the_same_pools():
+    model, work = sim.MODELS["7B"], sim.SCALES[64]
+    k0, k1 = (sim.simulate_async(model, H100, 9, 55, 1, work, A, k) for k in (0, 1))
+    assert k1["step"] < k0["step"]
+    assert k0["step"] == pytest.approx(k0["producer"] + k0["trainer"])
+    assert k1["step"] == max(k1["producer"], k1["trainer"])
+
+
 def test_cli_prints_every_table(capsys):
     assert sim.main([]) == 0
     out = capsys.readouterr().out

@@ -54,7 +54,7 @@ def install_hooks(meter: PhaseMeter, patch: Callable[[Any, str, Any], None] = se
             (run, "load_data", "data"), (run, "load_policy", "load_model"),
             (run, "supervised_warmstart", "sft"),
             (run, "build_engine", "engine_setup"), (run, "choose_update_path", "choose_path"),
-            (run, "verifier_pool", "verifier_pool"), (evaluate, "evaluate", "eval"),
+            (run, "scoring_pool", "verifier_pool"), (evaluate, "evaluate", "eval"),
             (run, "_reference_model", "reference_model"), (run, "allocate_state", "adam_state"),
             (run, "_checkpoint", "checkpoint"), (loop, "grade_episodes", "verify"),
             (loop, "pack", "pack"), (loop, "reference_logprobs", "reference_logprobs"),

@@ -4,8 +4,9 @@ Pure Python, no torch. Inputs: a model's shapes, a GPU's datasheet numbers, the 
 workload (prompts x group, prompt/response lengths) and a set of *assumptions*
 (`Assumptions`: MFU, decode bandwidth efficiency, verifier cost, sync bandwidths).
 Outputs: per-rank memory under FSDP2, per-phase times, and step time / GPU utilisation
-for a colocated placement (generate, then train, on the same GPUs) and a separate one
-(generation pool and training pool in parallel, one step of policy lag).
+for a colocated placement (generate, then train, on the same GPUs), a separate one
+(generation pool and training pool in parallel, one step of policy lag) and an
+asynchronous one (separate pools under rollout.max_staleness = K: `async_step`).
 
 What is measured and what is assumed:
   measured (benchmarks/RESULTS.md, 2-core CPU, no GPU): the file weight sync through
@@ -323,6 +324,55 @@ def simulate_separate(model: ModelSpec, gpu: GPUSpec, gen_gpus: int, train_gpus:
                          t["generate_busy"], consumer)
 
 
+def verify_tail(group: int, a: Assumptions) -> float:
+    """Seconds to grade the last group once it is sampled: its `group` items spread over
+    the CPU workers. With grading per group as groups complete, this is the least of
+    the verification a step cannot hide behind generation."""
+    return -(-group // a.cpu_workers) * a.verify_s_per_item
+
+
+def async_step(generate: float, verify: float, tail: float, consumer: float, sync: float,
+               k: int) -> dict[str, float]:
+    """One step of separate pools under rollout.max_staleness = k, steady state.
+
+    k = 0: the pools wait on each other (sample, grade the batch, train, sync): the
+    sum. k >= 1: the generation pool samples step s+1 (grading each group as it
+    completes) while the training pool trains step s and publishes its weights; the
+    generation pool does not wait for the sync (it samples with weights up to k
+    versions old), so the step is the slower side: max(generate + exposed verify,
+    train + sync). Exposed verify: what grading leaves after generation ends, at least
+    the last group's `tail`, more when grading is slower than sampling. Phase times are
+    constant here, so k = 2 gives what k = 1 does (a larger k only absorbs variation)."""
+    if k < 0:
+        raise ValueError(f"k (max_staleness) must be >= 0, got {k}")
+    if k == 0:
+        return {"producer": generate + verify, "trainer": consumer + sync,
+                "exposed_verify": verify, "step": generate + verify + consumer + sync}
+    exposed = max(tail, verify - generate)
+    producer, trainer = generate + exposed, consumer + sync
+    return {"producer": producer, "trainer": trainer, "exposed_verify": exposed,
+            "step": max(producer, trainer)}
+
+
+def simulate_async(model: ModelSpec, gpu: GPUSpec, gen_gpus: int, train_gpus: int, tp: int,
+                   work: Workload, a: Assumptions, k: int,
+                   sync_mode: str = "nccl_rank0") -> dict[str, float]:
+    t = phase_times(model, gpu, gen_gpus, train_gpus, tp, work, a)
+    consumer = t["old_logprob"] + t["ref_logprob"] + t["update"]
+    return async_step(t["generate"], t["verify"], verify_tail(work.group, a), consumer,
+                      sync_time(sync_mode, model, gpu, train_gpus, tp, a), k)
+
+
+def best_async_split(model: ModelSpec, gpu: GPUSpec, gpus: int, tp: int, work: Workload,
+                     a: Assumptions) -> int:
+    """The generation-pool size (a multiple of tp) with the shortest k = 1 step."""
+    splits = range(tp, gpus, tp)
+    if not splits:
+        raise ValueError(f"{gpus} GPUs cannot hold a generation pool of tp={tp} and a trainer")
+    return min(splits, key=lambda gen: simulate_async(model, gpu, gen, gpus - gen, tp, work,
+                                                     a, 1)["step"])
+
+
 def best_split(model: ModelSpec, gpu: GPUSpec, gpus: int, tp: int, work: Workload,
                a: Assumptions, sync_mode: str = "nccl_rank0") -> tuple[int, StepResult]:
     """The generation-pool size (a multiple of tp) with the shortest separate step."""
@@ -413,6 +463,33 @@ def parts_table(model_name: str = "7B", gpus: int = 64, gpu: GPUSpec = GPUS["H10
             + _table(["phase", "s"], sep_rows))
 
 
+ASYNC_VERIFIERS = {"math": MATH_VERIFY_S_PER_ITEM, "remote 1 s": 1.0}
+
+
+def async_table(gpu: GPUSpec = GPUS["H100"], a: Assumptions = Assumptions()) -> str:
+    """Separate pools, the k = 1 best split kept for every k (only max_staleness
+    changes), with the measured math verifier and an assumed 1 s/item remote one."""
+    rows = []
+    for gpus, work in SCALES.items():
+        for name, model in MODELS.items():
+            for label, per_item in ASYNC_VERIFIERS.items():
+                b = replace(a, verify_s_per_item=per_item)
+                tp = TP[name]
+                gen = best_async_split(model, gpu, gpus, tp, work, b)
+                steps = [simulate_async(model, gpu, gen, gpus - gen, tp, work, b, k)
+                         for k in (0, 1, 2)]
+                rows.append([gpus, name, label, f"{gen}:{gpus - gen}",
+                             *(f"{r['step']:.0f}" for r in steps),
+                             f"{steps[0]['exposed_verify']:.1f}",
+                             f"{steps[1]['exposed_verify']:.2f}",
+                             f"{steps[0]['step'] / steps[1]['step']:.2f}"])
+    header = ["GPUs", "model", "verifier", "gen:train", "K=0 step s", "K=1 step s",
+              "K=2 step s", "K=0 verify s", "K>=1 exposed verify s", "K=0/K=1"]
+    note = (f"{gpu.name}, prompt 512, mean response 2048, max 8192 tokens; "
+            f"{a.cpu_workers} CPU verifier workers; sync nccl_rank0.\n\n")
+    return note + _table(header, rows)
+
+
 def sync_table(gpu: GPUSpec = GPUS["H100"], a: Assumptions = Assumptions()) -> str:
     rows = []
     for name, model in MODELS.items():
@@ -482,7 +559,7 @@ def comparison_table(a: Assumptions = Assumptions()) -> str:
 
 
 TABLES = {"memory": memory_table, "steps": step_table, "parts": parts_table,
-          "sync": sync_table, "published": comparison_table}
+          "sync": sync_table, "async": async_table, "published": comparison_table}
 
 
 def main(argv: list[str] | None = None) -> int:

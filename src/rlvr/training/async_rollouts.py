@@ -4,7 +4,8 @@ each step's groups from its queue, and stop it whenever the run ends.
 
     step s:  take prompts_per_step groups from the queue, in the producer's stream order,
              dropping those sampled more than K versions back (rlvr.training.staleness);
-             grade them here (the trainer's verifier pool, one batch per step);
+             they come graded (the producer's verifier pool, as each draw is sampled:
+             rlvr.training.producer_grading); shape their rewards here (reward_tensor);
              update (decoupled PPO: rollout_correction auto = tis, pi_old recomputed);
              publish version s (shared-memory tensors + a counter, under a lock).
 
@@ -25,7 +26,7 @@ import torch
 
 from rlvr.errors import ExternalFault
 from rlvr.training.producer import ProducerSpec, producer_main
-from rlvr.training.rewards import grade_episodes, reward_tensor
+from rlvr.training.rewards import reward_tensor
 from rlvr.training.staleness import SampledGroup, staleness_metrics, take_step_groups
 
 if TYPE_CHECKING:
@@ -62,8 +63,8 @@ class AsyncRollouts:
 
     def collect(self, t: "Trainer", step: int, times: dict[str, float]) -> tuple["Groups", int]:
         """Step `step`'s groups, graded, as loop.collect_groups returns them; `times`
-        gets generate (the producer's seconds for these groups), verify, trainer_idle
-        and producer_idle."""
+        gets generate and verify (the producer's seconds for these groups: grading
+        overlapped sampling and the updates), trainer_idle and producer_idle."""
         from rlvr.training.loop import Groups
 
         cfg, s = self.cfg, self.cfg.sampling
@@ -72,10 +73,9 @@ class AsyncRollouts:
         records = [t.records[g.record_index] for g in got.kept]
         episodes = [g.episodes for g in got.kept]  # [P][G]
         lengths = torch.tensor([[e.model_tokens for e in g] for g in episodes])  # [P, G]
-        began = time.perf_counter()
-        verdicts, scores = grade_episodes(t.pool, records, episodes, cfg.reward.verifier,
-                                          cfg.reward.options)  # [P][G], [P, G]
-        times["verify"] = time.perf_counter() - began
+        verdicts = [g.verdicts for g in got.kept]  # [P][G]
+        scores = torch.tensor([g.scores for g in got.kept], dtype=torch.float32)  # [P, G]
+        times["verify"] = sum(g.verify_s for g in got.kept)
         rewards = reward_tensor(scores, lengths, cfg.reward.overlong, s.max_new_tokens,
                                 cfg.reward.overlong_buffer)  # [P, G]
         times["generate"] = sum(g.generate_s for g in got.kept)

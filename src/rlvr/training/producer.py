@@ -9,8 +9,11 @@ run's seed for that step. Before each step's generation it waits until the train
 published version >= step - 1 - K (so it runs at most K versions ahead: the wait is
 `time/producer_idle`), then loads the newest published weights; every group of that
 draw is tagged with the version it loaded, so no group reports a version newer than the
-weights that sampled it. Groups go on a bounded queue ungraded: the trainer grades them
-(its verifier pool) when it takes a step's groups.
+weights that sampled it. Each draw is graded as soon as it is sampled, by a thread of
+this process (rlvr.training.producer_grading) with its own verifier pool built from the
+run's reward config exactly as the trainer builds its own (rewards.scoring_pool), while
+the main thread samples the next draw; the groups go on a bounded queue with their
+verdicts and scores, and the trainer only shapes the rewards (reward_tensor).
 
 The trainer side (publishing weights, taking groups, stopping this process) is
 rlvr.training.async_rollouts.
@@ -34,7 +37,9 @@ from rlvr.rollout.base import SamplingParams
 from rlvr.rollout.factory import build_engine
 from rlvr.training.config import TrainConfig
 from rlvr.training.loop import _sampling_seed, generate_shards, run_environment
+from rlvr.training.producer_grading import DrawGrader, GradingFailed
 from rlvr.training.prompt_order import PromptOrder, take
+from rlvr.training.rewards import scoring_pool
 from rlvr.training.setup import engine_options, prompt_renderer
 from rlvr.training.staleness import SampledGroup
 
@@ -69,6 +74,8 @@ def producer_main(spec: ProducerSpec) -> None:
         Producer(spec).run()
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the trainer stops
         return
+    except GradingFailed:  # the grading thread sent its traceback already
+        raise SystemExit(1)
     except BaseException:
         spec.errors.put(traceback.format_exc())
         raise SystemExit(1)
@@ -95,11 +102,17 @@ class Producer:
         self.position = 0
 
     def run(self) -> None:
-        step = self.spec.first_step
-        while self._wait_for_room(step):
-            self._load_newest()
-            self._produce(step)
-            step += 1
+        cfg, spec = self.cfg, self.spec
+        # on CPU: asynchronous rollouts run with model.device cpu (config_rollout)
+        with scoring_pool(cfg, spec.records, "cpu", evaluation=False) as pool:
+            grader = DrawGrader(pool, cfg.reward.verifier, cfg.reward.options, self._put,
+                                spec.stop, spec.errors)
+            step = spec.first_step
+            while self._wait_for_room(step):
+                self._load_newest()
+                self._produce(step, grader)
+                step += 1
+            grader.close()
 
     def _wait_for_room(self, step: int) -> bool:
         """Wait until the trainer published version >= step - 1 - K; False: stop."""
@@ -124,31 +137,34 @@ class Producer:
         self.loaded = version
         self.engine.sync_weights(self.model)
 
-    def _produce(self, step: int) -> None:
+    def _produce(self, step: int, grader: DrawGrader) -> None:
         """Step `step`'s draw, sampled as the synchronous run samples it (one call per
-        shard, the step's seeds), each group put on the queue as it is."""
+        shard, the step's seeds), handed to the grading thread."""
         s = self.cfg.sampling
         indices = self.order.next(s.prompts_per_step)
         params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature,
                                 top_p=s.top_p, top_k=s.top_k, stop=tuple(s.stop),
                                 seed=_sampling_seed(self.cfg.seed, step, 0))
         began = time.perf_counter()
-        _, episodes = generate_shards(self.sampler, take(self.spec.records, indices),
-                                      replace(params, keep_activations=False))
+        records, episodes = generate_shards(self.sampler, take(self.spec.records, indices),
+                                            replace(params, keep_activations=False))
         share = (time.perf_counter() - began) / len(indices)
+        groups = []
         for index, group in zip(indices, episodes):
             for episode in group:  # nothing process-local crosses the queue
                 episode.completion.activations = None
-            self._put(SampledGroup(self.position, index, step, self.loaded, group, share,
-                                   self.idle_s))
+            groups.append(SampledGroup(self.position, index, step, self.loaded, group,
+                                       share, self.idle_s))
             self.position += 1
+        # waiting while the thread still grades the draw before: idle too
+        self.idle_s += grader.submit(records, groups)
 
     def _put(self, group: SampledGroup) -> None:
-        began = time.perf_counter()
+        """One graded group on the trainer's queue (the grading thread calls it); a full
+        queue waits, which the main thread's next wait for room counts."""
         while not self.spec.stop.is_set():
             try:
                 self.spec.groups.put(group, timeout=0.1)
-                break
+                return
             except queue.Full:  # the trainer has not taken enough yet
                 continue
-        self.idle_s += time.perf_counter() - began

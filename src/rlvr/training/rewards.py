@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 import torch
 
@@ -17,6 +18,9 @@ from rlvr.training.config_reward import install_plugins
 from rlvr.verifiers.base import Verdict
 from rlvr.verifiers.pool import BatchVerifier, Case, VerifierPool
 from rlvr.verifiers.registry import get_verifier, spec_for
+
+if TYPE_CHECKING:
+    from rlvr.training.config import TrainConfig
 
 
 def check_reward_backend(reward: RewardConfig) -> None:
@@ -61,6 +65,30 @@ def verifier_pool(reward: RewardConfig, preload: Iterable[str] = ()) -> BatchVer
                                   timeout_s=reward.timeout_s)
     return VerifierPool(workers=reward.workers or None, timeout_s=reward.timeout_s,
                         preload=preload, plugins=reward.plugins)
+
+
+def run_verifier_names(cfg: "TrainConfig", records: Sequence[TaskRecord],
+                       evaluation: bool = True) -> list[str]:
+    """The verifier names a run's pool preloads: reward.verifier (else every training
+    record's own) and, with `evaluation`, eval.verifier."""
+    names = {cfg.reward.verifier} if cfg.reward.verifier else {r.verifier for r in records}
+    if evaluation:
+        names |= {cfg.eval.verifier} - {""}
+    return sorted(names)
+
+
+@contextmanager
+def scoring_pool(cfg: "TrainConfig", records: Sequence[TaskRecord],
+                 device: torch.device | str | None,
+                 evaluation: bool = True) -> Iterator["LocalScoring"]:
+    """The run's grading as the trainer builds it, closed on exit: the pool reward.backend
+    asks for (reward.workers, timeout_s, plugins), preloaded with `run_verifier_names`,
+    behind LocalScoring (in-process verifiers, reward models, score on `device`). The
+    trainer's process and the asynchronous rollout producer (rlvr.training.producer)
+    both build theirs here, so both grade with the same verifiers and options."""
+    with verifier_pool(cfg.reward, preload=run_verifier_names(cfg, records, evaluation)
+                       ) as workers:
+        yield LocalScoring(workers, device)
 
 
 def verify_groups(pool: BatchVerifier, records: Sequence[TaskRecord],

@@ -49,7 +49,7 @@ from rlvr.training.memory import retain_freed_memory
 from rlvr.training.optim import allocate_state, build_optimizer, build_scheduler
 from rlvr.training.prompt_order import PromptOrder
 from rlvr.training.resume import check_resumable
-from rlvr.training.rewards import LocalScoring, check_reward_backend, verifier_pool
+from rlvr.training.rewards import check_reward_backend, scoring_pool
 from rlvr.training.setup import (check_model_path, engine_options, load_data, load_policy,
                                  prompt_renderer)
 from rlvr.training.sft import supervised_warmstart
@@ -100,11 +100,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
                                     tokenizer, renderer.render, train_records)
         if dist.active:  # not asked for: recorded as what it is
             update.reason = "FSDP runs the plain update (the fast paths are single-process)"
-        verifiers = ({cfg.reward.verifier} if cfg.reward.verifier
-                     else {r.verifier for r in train_records}) | ({cfg.eval.verifier} - {""})
-        with verifier_pool(cfg.reward, preload=sorted(verifiers)) as workers:
-            # reward models score here, on the policy's device (rlvr.training.rewards)
-            pool = LocalScoring(workers, next(model.parameters()).device)
+        # reward models score here, on the policy's device (rlvr.training.rewards)
+        with scoring_pool(cfg, train_records, next(model.parameters()).device) as pool:
             make_env = run_environment(cfg, tokenizer)
             log_eval = _held_out_log(cfg, engine, renderer, pool, held_out, make_env, run,
                                      progress, trackers, started)

@@ -26,9 +26,13 @@ class SampledGroup:
     record_index:  the training record's index (the PromptOrder draw it came from)
     step:          the step the producer drew it for (what the synchronous run draws then)
     version:       the policy version of the weights that sampled every episode of it
-    episodes:      [G] rlvr.episodes.runner.Episode, ungraded by the trainer yet
+    episodes:      [G] rlvr.episodes.runner.Episode
     generate_s:    its share of the producer's generation seconds
     producer_idle_s: the producer's idle seconds so far (cumulative; waiting for room)
+    verdicts:      [G] Verdict, graded by the producer (empty until then)
+    scores:        [G] the graded scores, as grade_episodes gives them (before the
+                   trainer's reward shaping)
+    verify_s:      its share of the producer's grading seconds
     """
 
     position: int
@@ -38,6 +42,9 @@ class SampledGroup:
     episodes: list[Any] = field(default_factory=list)
     generate_s: float = 0.0
     producer_idle_s: float = 0.0
+    verdicts: list[Any] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    verify_s: float = 0.0
 
     def lag(self, step: int) -> int:
         """Versions between the weights that sampled it and those that train it at `step`."""
