@@ -43,6 +43,17 @@ def test_unsupported_combinations_are_refused_at_load(override, field):
         tiny_config("rollout.max_staleness=2", override)
 
 
+def test_a_real_models_auto_device_runs_asynchronously_on_a_cpu_machine(monkeypatch):
+    # a real model's profile sets model.device=auto; it is the CPU where CUDA is absent
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert tiny_config("rollout.max_staleness=1", "model.device=auto").rollout.asynchronous
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    with pytest.raises(ConfigError, match="model.device"):
+        tiny_config("rollout.max_staleness=1", "model.device=auto")
+
+
 def test_torchrun_refuses_asynchronous_rollouts():
     check_distributed(tiny_config("rollout.max_staleness=1", "sft.steps=0"), 1)
     with pytest.raises(ConfigError, match="rollout.max_staleness"):

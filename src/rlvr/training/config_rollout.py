@@ -51,6 +51,16 @@ class RolloutConfig:
         return self.max_staleness >= 1
 
 
+def _on_cpu(device: str) -> bool:
+    """Whether the trainer's model will live on the CPU: "cpu", or "auto" (a real
+    model's default) on a machine without CUDA."""
+    if device == "auto":
+        import torch
+
+        return not torch.cuda.is_available()
+    return device == "cpu"
+
+
 def check_async(cfg: "TrainConfig") -> None:
     """What rollout.max_staleness >= 1 cannot run with yet, named by field, before any
     model is built (torchrun's ranks: rlvr.training.config.check_distributed)."""
@@ -59,8 +69,9 @@ def check_async(cfg: "TrainConfig") -> None:
     a, s = cfg.algorithm, cfg.sampling
     refusals = {
         "sampling.engine": (s.engine != "hf", "the producer runs the hf engine on CPU"),
-        "model.device": (cfg.model.device != "cpu", "the producer and the update share "
-                         "weights through CPU shared memory (a GPU trainer is not done yet)"),
+        "model.device": (not _on_cpu(cfg.model.device), "the producer and the update "
+                         "share weights through CPU shared memory (a GPU trainer is not "
+                         "done yet)"),
         "algorithm.dynamic_sampling": (a.dynamic_sampling, "its extra draws would need the "
                                        "producer to know which groups were uniform"),
         "episodes.max_turns": (cfg.episodes.max_turns > 1, "multi-turn episodes run in the "
