@@ -29,7 +29,7 @@ VERIFIERS_PINS := verifiers==0.3.1 aiolimiter==1.3.0 anthropic==2.16.0 connectrp
 	gepa==0.1.4 httpx-sse==0.4.3 loguru==0.7.3 openai-harmony==0.0.8 \
 	prime-pydantic-config==0.4.3 prime-sandboxes==0.5.1 prime-tunnel==0.1.15 \
 	protobuf-py==0.1.1 protobuf-py-ext==0.1.1 pyqwest==0.12.0 pyzmq==27.3.0 \
-	renderers==0.1.12 setproctitle==1.3.8 tiktoken==0.14.0
+	renderers==0.1.12 setproctitle==1.3.8 tiktoken==0.14.0 tenacity==9.2.1 aiofiles==25.1.0
 $(VENV)/.verifiers: $(VENV)/.installed
 	$(PY) -m pip install -q --no-deps $(VERIFIERS_PINS)
 	touch $@

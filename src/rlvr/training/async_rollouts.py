@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import torch
 
 from rlvr.errors import ExternalFault
-from rlvr.training.producer import ProducerSpec, producer_main
+from rlvr.training.producer import ProducerSpec, StopFlag, producer_main
 from rlvr.training.rewards import reward_tensor
 from rlvr.training.staleness import SampledGroup, staleness_metrics, take_step_groups
 
@@ -50,8 +50,9 @@ class AsyncRollouts:
         self.shared = {name: tensor.detach().to("cpu", copy=True).share_memory_()
                        for name, tensor in t.model.state_dict().items()}
         # version = updates applied: the weights step `first_step` trains
-        self.version = ctx.Value("q", first_step - 1)
-        self.lock, self.stop = ctx.Lock(), ctx.Event()
+        # lock-free (producer.StopFlag says why): a killed producer holds neither
+        self.version = ctx.RawValue("q", first_step - 1)
+        self.lock, self.stop = ctx.Lock(), StopFlag(ctx)
         depth = (cfg.rollout.max_staleness + 1) * cfg.sampling.prompts_per_step
         self.groups, self.errors = ctx.Queue(maxsize=depth), ctx.Queue()
         spec = ProducerSpec(cfg, t.records, t.order.state_dict(), first_step,

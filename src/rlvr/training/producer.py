@@ -46,6 +46,30 @@ from rlvr.training.staleness import SampledGroup
 POLL_S = 0.005  # how often a wait looks again at the version counter and the stop flag
 
 
+class StopFlag:
+    """The trainer's "stop" to the producer, a byte in shared memory read and written
+    without a lock. Why not multiprocessing.Event: it takes a shared lock even to read,
+    and this process polls it every few milliseconds, so a producer killed mid-read
+    leaves that lock held and the trainer's set() then waits forever (seen in CI: the
+    killed-producer test hung in AsyncRollouts.close). The published version is a
+    lock-free RawValue for the same reason (one writer, the trainer)."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._flag = ctx.RawValue("b", 0)
+
+    def set(self) -> None:
+        self._flag.value = 1
+
+    def is_set(self) -> bool:
+        return bool(self._flag.value)
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep up to `timeout` unless already set; whether it is set."""
+        if not self.is_set():
+            time.sleep(timeout)
+        return self.is_set()
+
+
 @dataclass
 class ProducerSpec:
     """Everything the producer process is started with (pickled by spawn; the weight
@@ -59,9 +83,9 @@ class ProducerSpec:
     model_config: Any
     tokenizer: Any
     shared: dict[str, torch.Tensor]  # the published weights (shared memory)
-    version: Any                     # multiprocessing Value: published version
+    version: Any                     # lock-free RawValue: the published version
     lock: Any                        # held while the weights are written or read
-    stop: Any                        # Event: the trainer is done
+    stop: Any                        # StopFlag: the trainer is done
     groups: Any                      # bounded Queue of SampledGroup
     errors: Any                      # Queue: a traceback when the producer fails
 
