@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import REPO, RESULTS
-from benchmarks.headline.bench_hacking import train
+from benchmarks.headline.bench_hacking import add_run_arguments, train
 
 # Remedies by name: each a list of config overrides. The whole loss replaces the config's
 # (its clip-higher option is PPO-clip's, not KL-Cov's).
@@ -46,14 +46,7 @@ REMEDY = REMEDIES["kl_cov"]
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=40, help="RL steps per run")
-    p.add_argument("--eval-every", type=int, default=5, help="held-out evaluation every N")
-    p.add_argument("--eval-size", type=int, default=100, help="held-out problems")
-    p.add_argument("--prompts", type=int, default=4, help="prompts per step")
-    p.add_argument("--group", type=int, default=8, help="samples per prompt")
-    p.add_argument("--lr", type=float, default=2e-5)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0 = every core)")
+    add_run_arguments(p, steps=40)  # bench_hacking's strict run, 40 steps
     p.add_argument("--runs-root", default="", help="default: runs/collapse-TIMESTAMP")
     p.add_argument("--remedy", default="kl_cov", choices=sorted(REMEDIES),
                    help="the remedy run beside the base run (default kl_cov)")

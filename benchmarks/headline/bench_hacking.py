@@ -42,9 +42,9 @@ CONFIG = REPO / "configs" / "learning_arithmetic.yaml"
 MODEL = "smollm2-135m-instruct"
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=20, help="RL steps per run")
+def add_run_arguments(p: argparse.ArgumentParser, steps: int) -> None:
+    """The arguments `train` reads (the strict run's setting); bench_collapse shares them."""
+    p.add_argument("--steps", type=int, default=steps, help="RL steps per run")
     p.add_argument("--eval-every", type=int, default=5, help="held-out evaluation every N")
     p.add_argument("--eval-size", type=int, default=100, help="held-out problems")
     p.add_argument("--prompts", type=int, default=4, help="prompts per step")
@@ -52,6 +52,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=2e-5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = every core)")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_run_arguments(p, steps=20)
     p.add_argument("--rm-steps", type=int, default=0,
                    help="the strict run's first N steps give the reward model's pairs "
                         "(0 = all)")
