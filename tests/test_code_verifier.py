@@ -4,6 +4,7 @@ reference validation, the sandbox-unavailable error, and the pool integration.""
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import pytest
@@ -265,17 +266,54 @@ def _sandbox_processes() -> set[int]:
     return found
 
 
+def _descendants(root: int) -> set[int]:
+    """Every live process under `root` (read from /proc/*/stat's parent pids)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit():
+                stat = open(f"/proc/{name}/stat").read()
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(name))
+        except (OSError, ValueError, IndexError):
+            pass
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
 def test_pool_timeout_kills_the_worker_and_its_sandboxes():
     """The pool's own limit (below the check's) SIGKILLs the worker mid-check; bwrap's
-    --die-with-parent takes both sandboxes of that worker down with it."""
-    before = _sandbox_processes()
+    --die-with-parent takes both sandboxes of that worker down with it. Only this
+    worker's sandboxes are watched (seen under it while the check runs): other tests
+    running at the same time (xdist) start sandboxes of their own."""
     spin = Case("code", "def f():\n    while True:\n        pass\n",
                 {"asserts": ["assert f() == 1"], "timeout": 20}, timeout_s=1.5)
+    seen: set[int] = set()
     with VerifierPool(workers=1, preload=["code"]) as pool:
-        (verdict,) = pool.verify([spin])
+        pool.start()
+        worker = pool._workers[0].process.pid
+        checking = threading.Event()
+
+        def watch() -> None:  # the worker's sandboxes, while it lives
+            while not checking.is_set():
+                seen.update(_sandbox_processes() & _descendants(worker))
+                time.sleep(0.02)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            (verdict,) = pool.verify([spin])
+        finally:
+            checking.set()
+            watcher.join()
         assert verdict.reason == "timeout"
         assert pool.restarts == 1
+    assert seen  # the check ran in sandboxes of that worker: the test watched something
     deadline = time.monotonic() + 5
-    while _sandbox_processes() - before and time.monotonic() < deadline:
+    while seen & _sandbox_processes() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _sandbox_processes() - before == set()
+    assert seen & _sandbox_processes() == set()

@@ -78,11 +78,15 @@ def test_the_default_maps_and_returns_each_large_allocation():
 def test_retained_allocations_reuse_the_heap_it_keeps():
     run = _heap_rounds("retain")
     assert run["took"] is True
-    before = run["before"]
+    heap = [run["before"]["heap"]] + [r["alive"]["heap"] for r in run["rounds"]]
     for r in run["rounds"]:
-        # never mmapped, and the heap does not grow: no memory asked of the kernel
-        assert r["alive"]["mmapped"] == before["mmapped"]
-        assert r["alive"]["heap"] == before["heap"]
+        # never mmapped: the 64 MiB comes from the heap
+        assert r["alive"]["mmapped"] == run["before"]["mmapped"]
         # freed but kept (not trimmed): the next round's 64 MiB is already the process's
-        assert r["freed"]["heap"] == before["heap"]
+        assert r["freed"]["heap"] == r["alive"]["heap"]
         assert r["freed"]["heap_free"] >= 64 * MIB
+    # reused: the heap asks the kernel for more in at most one of the five rounds (glibc
+    # may still split a free chunk badly once: seen in CI, one 64 MiB growth); a heap
+    # that did not keep its memory would grow, or map, every round
+    grew = sum(after > prior for prior, after in zip(heap, heap[1:]))
+    assert grew <= 1, heap
