@@ -36,7 +36,7 @@ def heap():
 for _ in range(8):  # warm-up: glibc settles on a heap large enough to reuse
     torch.ones(16 * 2**20).sum()
 before, rounds = heap(), []
-for _ in range(5):
+for _ in range(10):
     t = torch.ones(16 * 2**20)  # 64 MiB
     alive = heap()
     t.sum()
@@ -85,8 +85,9 @@ def test_retained_allocations_reuse_the_heap_it_keeps():
         # freed but kept (not trimmed): the next round's 64 MiB is already the process's
         assert r["freed"]["heap"] == r["alive"]["heap"]
         assert r["freed"]["heap_free"] >= 64 * MIB
-    # reused: the heap asks the kernel for more in at most one of the five rounds (glibc
-    # may still split a free chunk badly once: seen in CI, one 64 MiB growth); a heap
-    # that did not keep its memory would grow, or map, every round
-    grew = sum(after > prior for prior, after in zip(heap, heap[1:]))
-    assert grew <= 1, heap
+    # reused: a heap that kept nothing would ask the kernel for 64 MiB more in each of
+    # the ten rounds (640 MiB). glibc may split a free chunk badly a few times before it
+    # settles (seen in CI: two 64 MiB growths right after the warm-up, then none), so the
+    # bound is half of that: reuse, not a particular fragmentation history
+    growth = heap[-1] - heap[0]
+    assert growth <= 5 * 64 * MIB, heap

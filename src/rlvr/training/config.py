@@ -19,6 +19,7 @@ from rlvr.models.lora import LoraConfig
 from rlvr.training.config_episodes import EpisodesConfig
 from rlvr.training.config_fields import _doc
 from rlvr.training.config_rollout import RolloutConfig, check_async
+from rlvr.training.config_sft import SFTConfig
 
 # the sections kept in their own modules, importable from here as before
 from rlvr.training.config_reward import RewardConfig, backend_problem, check_plugin_names
@@ -348,31 +349,6 @@ class OptimConfig:
         "learning-rate decay after warmup", default="constant")
     min_lr_ratio: float = _doc("cosine/linear: final lr as a fraction of lr", default=0.1)
     grad_clip: float = _doc("max global grad norm (0 = no clipping)", default=1.0)
-
-
-@dataclass
-class SFTConfig:
-    steps: int = _doc("supervised warm-start steps before RL (0 = none)", default=1000)
-    batch_size: int = _doc("worked examples per step", default=64)
-    lr: float = _doc("peak learning rate", default=3e-3)
-    warmup_steps: int = _doc("steps of linear warmup", default=20)
-    worked_solutions: bool = _doc("teach column-addition worked solutions for the "
-                                  "arithmetic task's + problems (else target_template)",
-                                  default=True)
-    forget_carry: float = _doc("chance the worked solutions drop each carry (a sloppy "
-                               "demonstrator that RL has to correct)", default=0.7)
-    target_template: str = _doc("completion taught for other records; fields {reference} "
-                                "and the record's metadata", default="#### {reference}")
-    seed_offset: int = _doc("added to the run seed for the SFT example order", default=1)
-    prompt: Literal["task", "episode"] = _doc(
-        "what each example's completion follows: task (the record's prompt as a one-turn "
-        "run renders it) or episode (the first prompt of an episode in the run's "
-        "environment: its tool list and note included, so a first-turn tool call is "
-        "taught where it will be used)", default="task")
-    followup_template: str = _doc(
-        "with prompt: episode, also teach the second turn: the taught first turn goes to "
-        "the environment (a tool call runs) and this follows its reply; fields as "
-        "target_template (\"\" = the first turn only)", default="")
 
 
 @dataclass
