@@ -130,8 +130,8 @@ def _killing_step(step_to_kill: int):
 
     def step(trainer, number):
         if number == step_to_kill:
-            os.kill(trainer.producer.process.pid, signal.SIGKILL)
-            trainer.producer.process.join()
+            os.kill(trainer.producer.producers.handles[0].process.pid, signal.SIGKILL)
+            trainer.producer.producers.handles[0].process.join()
         return real_step(trainer, number)
 
     return step
@@ -165,7 +165,7 @@ def test_the_producer_is_stopped_when_the_run_is_interrupted(tmp_path, monkeypat
     real_step, seen = run_module.rl_step, {}
 
     def interrupted(trainer, number):
-        seen["pid"] = trainer.producer.process.pid
+        seen["pid"] = trainer.producer.producers.handles[0].process.pid
         if number == 2:
             raise KeyboardInterrupt
         return real_step(trainer, number)

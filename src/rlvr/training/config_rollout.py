@@ -2,9 +2,9 @@
 rlvr.training.async_rollouts; docs/training.md, "Asynchronous rollouts"). Part of
 TrainConfig (rlvr.training.config), in its own module to keep that file readable.
 
-max_staleness 0 (the default) is the synchronous loop, untouched. K >= 1 samples in a
-producer process up to K policy versions ahead of the update; `check_async` refuses,
-at config load, the settings that path does not support yet."""
+max_staleness 0 (the default) is the synchronous loop, untouched. K >= 1 samples in
+`producers` producer processes up to K policy versions ahead of the update;
+`check_async` refuses, at config load, the settings that path does not support yet."""
 
 from __future__ import annotations
 
@@ -25,15 +25,21 @@ class RolloutConfig:
     max_staleness: int = _doc(
         "K: how many policy versions the sampler may lag the update. 0 = synchronous (each "
         "step samples with the weights the update then trains, in this process). K >= 1: a "
-        "producer process samples the next steps' groups while the update runs; a group "
-        "sampled more than K updates before it is trained is dropped; the loss is "
+        "producer process (rollout.producers of them) samples the next steps' groups, "
+        "multi-turn episodes with their environment steps, while the update runs; a "
+        "group sampled more than K updates before it is trained is dropped; the loss is "
         "decoupled PPO with truncated importance weights (docs/training.md, "
         "\"Asynchronous rollouts\")", default=0)
     producer_timeout_s: float = _doc(
-        "K >= 1: seconds the update waits for the producer's next group before the run "
-        "stops with an error naming the producer", default=600.0)
-    producer_threads: int = _doc("K >= 1: torch CPU threads of the producer process",
+        "K >= 1: seconds the update waits for a producer's next group before the run "
+        "stops with an error naming that producer", default=600.0)
+    producer_threads: int = _doc("K >= 1: torch CPU threads of each producer process",
                                  default=1)
+    producers: int = _doc(
+        "K >= 1: N producer processes sharing the sampling by step (producer i samples "
+        "steps first+i, first+i+N, ...; each its own policy copy, engine, verifier pool "
+        "and rollout.producer_threads threads; at most K + 1 sample at once); every "
+        "step's draw is the same problems and seed as with one producer", default=1)
 
     def validate(self) -> None:
         if isinstance(self.max_staleness, bool) or self.max_staleness < 0:
@@ -45,6 +51,11 @@ class RolloutConfig:
         if self.producer_threads < 1:
             raise ConfigError(f"must be >= 1, got {self.producer_threads!r}",
                               "producer_threads")
+        if isinstance(self.producers, bool) or self.producers < 1:
+            raise ConfigError(f"must be an integer >= 1, got {self.producers!r}", "producers")
+        if self.producers > 1 and not self.asynchronous:
+            raise ConfigError(f"{self.producers} producers need rollout.max_staleness >= 1 "
+                              "(0 samples in the trainer's process)", "producers")
 
     @property
     def asynchronous(self) -> bool:
@@ -74,8 +85,6 @@ def check_async(cfg: "TrainConfig") -> None:
                          "done yet)"),
         "algorithm.dynamic_sampling": (a.dynamic_sampling, "its extra draws would need the "
                                        "producer to know which groups were uniform"),
-        "episodes.max_turns": (cfg.episodes.max_turns > 1, "multi-turn episodes run in the "
-                               "synchronous loop only"),
         "model.lora.enabled": (cfg.model.lora.enabled, "the producer copies full weights"),
         "update.path": (cfg.update.path == "replay", "the producer's kept activations stay "
                         "in its process"),

@@ -3,19 +3,25 @@ groups while the trainer updates (rollout.max_staleness = K >= 1; docs/training.
 "Asynchronous rollouts").
 
 It owns a private copy of the policy and the run's rollout engine on CPU, with its own
-torch threads. It draws problems in the trainer's data order (a PromptOrder started from
-the trainer's position), step by step, each step's draw sampled with the synchronous
-run's seed for that step. Before each step's generation it waits until the trainer has
-published version >= step - 1 - K (so it runs at most K versions ahead: the wait is
-`time/producer_idle`), then loads the newest published weights; every group of that
-draw is tagged with the version it loaded, so no group reports a version newer than the
-weights that sampled it. Each draw is graded as soon as it is sampled, by a thread of
-this process (rlvr.training.producer_grading) with its own verifier pool built from the
-run's reward config exactly as the trainer builds its own (rewards.scoring_pool), while
-the main thread samples the next draw; the groups go on a bounded queue with their
+torch threads. With rollout.producers = N it is one of N such processes, producer i
+sampling steps first_step + i, first_step + i + N, ...: it draws problems in the
+trainer's data order (a PromptOrder started from the trainer's position) and skips the
+other producers' draws (StepDraws), so step s's draw is the problems one producer would
+draw, sampled with the synchronous run's seed for that step. Before each step's
+generation it waits until the trainer has published version >= step - 1 - K (so it runs
+at most K versions ahead: the wait is `time/producer_idle`), then loads the newest
+published weights; every group of that draw is tagged with the version it loaded, so no
+group reports a version newer than the weights that sampled it. A step's episodes run
+here whole: multi-turn episodes call their environment (make_env: loop.run_environment,
+from episodes.environment as the trainer builds its own) between the model's turns, so the
+groups arrive with the environment's tokens in place and masked (Completion.loss_mask).
+Each draw is graded as soon as it is sampled, by a thread of this process
+(rlvr.training.producer_grading) with its own verifier pool built from the run's reward
+config exactly as the trainer builds its own (rewards.scoring_pool), while the main
+thread samples the next draw; the groups go on this producer's bounded queue with their
 verdicts and scores, and the trainer only shapes the rewards (reward_tensor).
 
-The trainer side (publishing weights, taking groups, stopping this process) is
+The trainer side (publishing weights, taking groups, stopping these processes) is
 rlvr.training.async_rollouts.
 """
 
@@ -33,7 +39,8 @@ import torch
 from rlvr.data.records import TaskRecord
 from rlvr.distributed.context import Dist
 from rlvr.episodes.render import TurnRenderer
-from rlvr.rollout.base import SamplingParams
+from rlvr.environments import registry
+from rlvr.rollout.base import SamplingParams, prefix_counters
 from rlvr.rollout.factory import build_engine
 from rlvr.training.config import TrainConfig
 from rlvr.training.loop import _sampling_seed, generate_shards, run_environment
@@ -79,6 +86,9 @@ class ProducerSpec:
     records: list[TaskRecord]
     order_state: dict[str, int]    # the trainer's PromptOrder position at the start
     first_step: int
+    index: int                     # this producer's number, 0 .. count - 1
+    count: int                     # rollout.producers
+    environment: Any               # the trainer's registry entry for episodes.environment
     model_class: type
     model_config: Any
     tokenizer: Any
@@ -86,8 +96,27 @@ class ProducerSpec:
     version: Any                     # lock-free RawValue: the published version
     lock: Any                        # held while the weights are written or read
     stop: Any                        # StopFlag: the trainer is done
-    groups: Any                      # bounded Queue of SampledGroup
-    errors: Any                      # Queue: a traceback when the producer fails
+    groups: Any                      # bounded Queue of SampledGroup (this producer's)
+    errors: Any                      # Queue: a traceback when this producer fails
+
+
+class StepDraws:
+    """Producer `index` of `count`'s steps and their draws: steps first_step + index,
+    + count, ...; each step's draw is the `per_step` indices the trainer's single
+    PromptOrder gives that step, the other producers' draws skipped."""
+
+    def __init__(self, order: PromptOrder, first_step: int, index: int, count: int,
+                 per_step: int) -> None:
+        self.order, self.count, self.per_step = order, count, per_step
+        self.step = first_step + index
+        order.next(index * per_step)  # the draws of the steps before this producer's first
+
+    def next(self) -> tuple[int, list[int]]:
+        """(step, its record indices); then on to this producer's next step."""
+        step, indices = self.step, self.order.next(self.per_step)
+        self.order.next((self.count - 1) * self.per_step)  # the others' steps in between
+        self.step += self.count
+        return step, indices
 
 
 def producer_main(spec: ProducerSpec) -> None:
@@ -115,15 +144,20 @@ class Producer:
         self.engine = build_engine(cfg.sampling.engine, self.model, spec.tokenizer,
                                    engine_options(cfg))
         renderer = prompt_renderer(cfg.prompt, spec.tokenizer)
+        # an environment the operator's program registered is not in this fresh
+        # interpreter's registry: the trainer's entry came with the spec
+        if spec.environment.name not in registry.known():
+            registry.register(spec.environment)
         # what loop.generate_shards reads of a Trainer: one process, the run's shards
         self.sampler = SimpleNamespace(cfg=cfg, dist=Dist(), engine=self.engine,
                                        turns=TurnRenderer(renderer),
                                        make_env=run_environment(cfg, spec.tokenizer))
-        self.order = PromptOrder(len(spec.records), cfg.seed)
-        self.order.load_state_dict(spec.order_state)
+        order = PromptOrder(len(spec.records), cfg.seed)
+        order.load_state_dict(spec.order_state)
+        self.draws = StepDraws(order, spec.first_step, spec.index, spec.count,
+                               cfg.sampling.prompts_per_step)
         self.loaded = -1   # the version in self.model (-1: none yet)
         self.idle_s = 0.0  # seconds spent waiting for room
-        self.position = 0
 
     def run(self) -> None:
         cfg, spec = self.cfg, self.spec
@@ -131,11 +165,9 @@ class Producer:
         with scoring_pool(cfg, spec.records, "cpu", evaluation=False) as pool:
             grader = DrawGrader(pool, cfg.reward.verifier, cfg.reward.options, self._put,
                                 spec.stop, spec.errors)
-            step = spec.first_step
-            while self._wait_for_room(step):
+            while self._wait_for_room(self.draws.step):
                 self._load_newest()
-                self._produce(step, grader)
-                step += 1
+                self._produce(*self.draws.next(), grader)
             grader.close()
 
     def _wait_for_room(self, step: int) -> bool:
@@ -161,25 +193,28 @@ class Producer:
         self.loaded = version
         self.engine.sync_weights(self.model)
 
-    def _produce(self, step: int, grader: DrawGrader) -> None:
-        """Step `step`'s draw, sampled as the synchronous run samples it (one call per
-        shard, the step's seeds), handed to the grading thread."""
+    def _produce(self, step: int, indices: list[int], grader: DrawGrader) -> None:
+        """Step `step`'s draw (`indices`), sampled as the synchronous run samples it (one
+        call per shard, the step's seeds; episodes with all their turns), handed to the
+        grading thread."""
         s = self.cfg.sampling
-        indices = self.order.next(s.prompts_per_step)
         params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature,
                                 top_p=s.top_p, top_k=s.top_k, stop=tuple(s.stop),
                                 seed=_sampling_seed(self.cfg.seed, step, 0))
-        began = time.perf_counter()
+        began, counters = time.perf_counter(), prefix_counters(self.engine)
         records, episodes = generate_shards(self.sampler, take(self.spec.records, indices),
                                             replace(params, keep_activations=False))
         share = (time.perf_counter() - began) / len(indices)
+        after = prefix_counters(self.engine)
+        start = (step - self.spec.first_step) * len(indices)  # stream position: all producers'
         groups = []
-        for index, group in zip(indices, episodes):
+        for k, (index, group) in enumerate(zip(indices, episodes)):
             for episode in group:  # nothing process-local crosses the queue
                 episode.completion.activations = None
-            groups.append(SampledGroup(self.position, index, step, self.loaded, group,
-                                       share, self.idle_s))
-            self.position += 1
+            groups.append(SampledGroup(start + k, index, step, self.loaded, group, share,
+                                       self.idle_s, producer=self.spec.index))
+        # the draw's prefix reuse rides on its first group (counters are per engine call)
+        groups[0].prefix = {name: after[name] - counters.get(name, 0) for name in after}
         # waiting while the thread still grades the draw before: idle too
         self.idle_s += grader.submit(records, groups)
 

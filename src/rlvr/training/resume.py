@@ -48,6 +48,7 @@ RESUMABLE_FIELDS: dict[str, str] = {
     "rollout.producer_timeout_s": "how long the update waits for the producer, not what it "
                                   "samples",
     "rollout.producer_threads": "the producer's CPU threads, not what it samples",
+    "rollout.producers": "how many processes sample the steps' draws, not what they sample",
 }
 
 

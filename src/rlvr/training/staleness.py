@@ -22,7 +22,9 @@ from typing import Any, Callable
 class SampledGroup:
     """One problem's G episodes as the producer sampled them.
 
-    position:      its place in the producer's stream (0, 1, ... from the producer's start)
+    position:      its place in the stream of groups (0, 1, ... from the producers' start;
+                   step s's draw holds positions (s - first step) * P .. + P - 1 whichever
+                   producer sampled it)
     record_index:  the training record's index (the PromptOrder draw it came from)
     step:          the step the producer drew it for (what the synchronous run draws then)
     version:       the policy version of the weights that sampled every episode of it
@@ -33,6 +35,9 @@ class SampledGroup:
     scores:        [G] the graded scores, as grade_episodes gives them (before the
                    trainer's reward shaping)
     verify_s:      its share of the producer's grading seconds
+    producer:      which producer sampled it (0 .. rollout.producers - 1)
+    prefix:        its draw's prefix-reuse counters (rlvr.rollout.base.prefix_counters,
+                   the draw's increase) on the draw's first group; {} on the others
     """
 
     position: int
@@ -45,6 +50,8 @@ class SampledGroup:
     verdicts: list[Any] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
     verify_s: float = 0.0
+    producer: int = 0
+    prefix: dict[str, int] = field(default_factory=dict)
 
     def lag(self, step: int) -> int:
         """Versions between the weights that sampled it and those that train it at `step`."""
