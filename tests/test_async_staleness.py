@@ -5,8 +5,12 @@ staleness, rlvr.training.async_rollouts)."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import queue
 import re
+import struct
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -237,3 +241,43 @@ def test_each_producer_draws_its_steps_as_the_single_order_draws_them():
                 step, indices = draws.next()
                 got[step] = indices
         assert got == expected, count
+
+
+# -- a producer killed in the middle of a put ------------------------------------------
+
+
+def _half_written_queue():
+    """A process queue holding what a producer killed mid-put leaves: a message's
+    length header promising 1 MiB, then a few bytes of it."""
+    groups = multiprocessing.get_context("spawn").Queue()
+    os.write(groups._writer.fileno(), struct.pack("!i", 1 << 20) + b"\x80\x04partial")
+    return groups
+
+
+def test_a_half_written_group_blocks_a_plain_get_for_good():
+    # the hazard the relay exists for: the timeout does not bound a read once begun
+    groups = _half_written_queue()
+    reader = threading.Thread(target=lambda: groups.get(timeout=0.2), daemon=True)
+    reader.start()
+    reader.join(2.0)
+    assert reader.is_alive()  # still reading the rest of the message, 10x its timeout on
+
+
+def test_a_half_written_group_does_not_hold_the_wait_on_a_dead_producer():
+    process = SimpleNamespace(pid=77, exitcode=-9, is_alive=lambda: False)
+    side = ProducerSet([ProducerHandle(0, 1, 1, process, _half_written_queue(),
+                                       queue.Queue())], per_step=1, timeout_s=600.0)
+    raised: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            side.receive(step=1)
+        except BaseException as error:  # noqa: BLE001 - the test reads it
+            raised.append(error)
+
+    waiter = threading.Thread(target=wait, daemon=True)  # a hang fails, not blocks, the test
+    waiter.start()
+    waiter.join(10.0)
+    assert not waiter.is_alive(), "the wait blocked on the half-written group"
+    assert isinstance(raised[0], ProducerError)
+    assert re.search(r"pid 77\) exited with status -9", str(raised[0]))

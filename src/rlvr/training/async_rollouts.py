@@ -145,6 +145,8 @@ class AsyncRollouts:
             for process in alive:
                 process.join(STOP_GRACE_S)
         for handle in self.producers.handles:
+            if handle.relay is not None:
+                handle.relay.close()
             for q in (handle.groups, handle.errors):
                 q.cancel_join_thread()
                 q.close()

@@ -16,8 +16,9 @@ once, whichever producer's groups the step is waiting for.
 from __future__ import annotations
 
 import queue
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.errors import ExternalFault
@@ -32,6 +33,61 @@ class ProducerError(ExternalFault, RuntimeError):
 
 
 @dataclass
+class Relay:
+    """One producer's groups, moved from its process queue to an in-process one by a
+    daemon thread; the trainer waits on the in-process one.
+
+    Why: multiprocessing.Queue.get, once any byte of a message is in the pipe, reads
+    the whole message with blocking reads. A producer killed while its feeder thread was
+    writing a group larger than the pipe's buffer leaves half a message there, and the
+    trainer holds the pipe's write end too, so no end of file ever comes: a get would
+    block forever, timeout or not. Behind the relay only the relay's thread blocks on
+    such a half message; the trainer's wait still times out and sees the producer gone.
+    The in-process queue holds one group, so the producer's bounded queue still bounds
+    how far ahead it runs."""
+
+    def __init__(self, source: Any, name: str) -> None:
+        self.source = source
+        self.inbox: queue.Queue = queue.Queue(maxsize=1)
+        self.closed = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.closed.is_set():
+            try:
+                item = self.source.get(timeout=POLL_S)
+            except queue.Empty:
+                continue
+            except (EOFError, OSError, ValueError):  # the queue was closed: the run ends
+                return
+            except Exception as error:  # a message that cannot be read (unpickling)
+                item = RelayFailure(error)
+            while not self.closed.is_set():
+                try:
+                    self.inbox.put(item, timeout=POLL_S)
+                    break
+                except queue.Full:  # the trainer has not taken the one before yet
+                    continue
+
+    def get(self, timeout: float) -> Any:
+        return self.inbox.get(timeout=timeout)
+
+    def qsize(self) -> int:
+        return self.inbox.qsize() + self.source.qsize()
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+@dataclass
+class RelayFailure:
+    """What the relay put in place of a message it could not read."""
+
+    error: BaseException
+
+
+@dataclass
 class ProducerHandle:
     """One producer process and its queues; str() names it in errors."""
 
@@ -42,6 +98,21 @@ class ProducerHandle:
     groups: Any      # its bounded queue of SampledGroup
     errors: Any      # its queue of tracebacks
     last_idle: float = 0.0  # its cumulative idle seconds, as its last trained group said
+    relay: Relay | None = field(default=None, repr=False)  # started at the first wait
+
+    def next_group(self, timeout: float) -> SampledGroup:
+        """Its next group within `timeout` seconds (queue.Empty otherwise)."""
+        if self.relay is None:
+            self.relay = Relay(self.groups, f"rlvr-producer-{self.index}-relay")
+        item = self.relay.get(timeout)
+        if isinstance(item, RelayFailure):
+            raise ProducerError(f"{self} sent a group the trainer cannot read: "
+                                f"{item.error!r}") from item.error
+        return item
+
+    def pending(self) -> int:
+        """Groups it has sent that the trainer has not taken."""
+        return self.relay.qsize() if self.relay is not None else self.groups.qsize()
 
     def __str__(self) -> str:
         if self.count == 1:
@@ -79,7 +150,7 @@ class ProducerSet:
             self.raise_failure(step)
             waited = time.perf_counter() - began
             try:
-                return handle.groups.get(timeout=max(0.0, min(POLL_S, self.timeout_s - waited)))
+                return handle.next_group(max(0.0, min(POLL_S, self.timeout_s - waited)))
             except queue.Empty:
                 pass
             for other in self.handles:
@@ -87,7 +158,7 @@ class ProducerSet:
                     raise other.gone(step)
             if not handle.process.is_alive():
                 try:  # what it put before it went
-                    return handle.groups.get(timeout=POLL_S)
+                    return handle.next_group(POLL_S)
                 except queue.Empty:
                     self.raise_failure(step)
                     raise handle.gone(step) from None
@@ -125,6 +196,6 @@ class ProducerSet:
     def depth(self) -> int:
         """Groups waiting in all the queues (-1 where the platform cannot count)."""
         try:
-            return sum(h.groups.qsize() for h in self.handles)
+            return sum(h.pending() for h in self.handles)
         except NotImplementedError:  # macOS has no sem_getvalue
             return -1
