@@ -86,7 +86,9 @@ class AsyncRollouts:
         self.stats = {**staleness_metrics(got.lags, got.dropped, cfg.rollout.max_staleness),
                       "async/queue_depth": float(self._depth())}
         completions = [[e.completion for e in g] for g in episodes]
-        return Groups(records, completions, verdicts, rewards, {}, episodes), int(lengths.sum())
+        sampled = [g.sampled_by() for g in got.kept]  # [P] each group's policy version
+        return (Groups(records, completions, verdicts, rewards, {}, episodes, sampled=sampled),
+                int(lengths.sum()))
 
     def publish(self, model: Any) -> None:
         """The updated weights for the producer: version += 1 once they are all written."""

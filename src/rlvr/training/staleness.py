@@ -33,6 +33,9 @@ class SampledGroup:
     scores:        [G] the graded scores, as grade_episodes gives them (before the
                    trainer's reward shaping)
     verify_s:      its share of the producer's grading seconds
+    served_version: the policy version the engine said sampled it (a vLLM server's own
+                   record of the weights it held; the producer checked it is `version`);
+                   None for an engine that samples the producer's own copy
     """
 
     position: int
@@ -45,10 +48,18 @@ class SampledGroup:
     verdicts: list[Any] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
     verify_s: float = 0.0
+    served_version: int | None = None
 
     def lag(self, step: int) -> int:
         """Versions between the weights that sampled it and those that train it at `step`."""
         return (step - 1) - self.version
+
+    def sampled_by(self) -> dict[str, int]:
+        """What sampled it, for its rollouts.jsonl lines: policy_version, and
+        server_policy_version when the engine reported one."""
+        said = {} if self.served_version is None else {"server_policy_version":
+                                                       self.served_version}
+        return {"policy_version": self.version, **said}
 
 
 class OrderMismatch(RuntimeError):
