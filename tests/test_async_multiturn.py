@@ -87,8 +87,10 @@ def test_the_producers_episodes_are_what_the_synchronous_sampler_draws(synchrono
         assert sum(c.loss_mask.count(0) for c in trained if c.loss_mask) > 0
     # step 1: version 0 in both runs, so the synchronous run's own step
     same_completions(recorder.packed[1], sync_recorder.packed[1])
-    assert [x for x in rollouts(run) if x["step"] == 1] == \
-        [x for x in rollouts(sync_run) if x["step"] == 1]  # transcripts, rewards too
+    async_lines = [x for x in rollouts(run) if x["step"] == 1]
+    assert all(x.pop("policy_version") == 0 for x in async_lines)  # K >= 1 lines say it
+    assert async_lines == [x for x in rollouts(sync_run) if x["step"] == 1]  # transcripts,
+    # rewards too
 
 
 @pytest.mark.slow

@@ -338,8 +338,10 @@ def test_sync_that_loads_old_weights_fails_the_probe(resync, monkeypatch, tmp_pa
     old = {k: v.detach().clone() for k, v in model.state_dict().items()}
     save_file(old, str(tmp_path / "model.safetensors"))
     real_reload, real_load = backend.reload_from, backend.load_tensors
-    monkeypatch.setattr(backend, "reload_from", lambda path: real_reload(str(tmp_path)))
-    monkeypatch.setattr(backend, "load_tensors", lambda named: real_load(list(old.items())))
+    monkeypatch.setattr(backend, "reload_from",
+                        lambda path, version=None: real_reload(str(tmp_path)))
+    monkeypatch.setattr(backend, "load_tensors",
+                        lambda named, version=None: real_load(list(old.items())))
     optimizer_step(model, _ids(resync.tok, "<s>7*8=56</s>"))
     version = engine.version
     with pytest.raises(WeightSyncError, match="differ from the trainer's.*probe"):
@@ -352,7 +354,7 @@ def test_sync_that_loads_old_weights_fails_the_probe(resync, monkeypatch, tmp_pa
 
 @needs_vllm
 def test_sync_whose_load_raises_is_a_weight_sync_error(resync, monkeypatch):
-    def broken(path):
+    def broken(path, version=None):
         raise OSError("disk full")
 
     monkeypatch.setattr(resync.engine.backend, "reload_from", broken)

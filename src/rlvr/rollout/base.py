@@ -121,9 +121,10 @@ class RolloutEngine(Protocol):
         later turns continue the exact tokens the model sampled (rlvr.episodes)."""
         ...
 
-    def sync_weights(self, model: Any) -> None:
+    def sync_weights(self, model: Any, version: int | None = None) -> None:
         """Make the engine sample from `model`'s current weights (a no-op for an engine
-        that shares the trainer's module; a weight copy for vLLM)."""
+        that shares the trainer's module; a weight copy for vLLM). `version` names the
+        weights (the policy version) for an engine that keeps them elsewhere."""
         ...
 
 

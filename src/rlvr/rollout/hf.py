@@ -66,9 +66,10 @@ class HFRolloutEngine:
         return EngineCapabilities(keeps_activations=self._fast_decodes(),
                                   logprobs_match_trainer=True)
 
-    def sync_weights(self, model: Any) -> None:
+    def sync_weights(self, model: Any, version: int | None = None) -> None:
         """The trainer changed (or swapped) the model: drop decode-time weight snapshots
-        now, so they do not sit in memory through the update (rebuilt when sampling)."""
+        now, so they do not sit in memory through the update (rebuilt when sampling).
+        `version` needs no record here: this engine samples `model` itself."""
         self.model = model
         self.prefixes.clear()  # computed by the old weights
         if self._fast is not None:

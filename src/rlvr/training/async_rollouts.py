@@ -102,7 +102,9 @@ class AsyncRollouts:
                       "async/queue_depth": float(self.producers.depth())}
         completions = [[e.completion for e in g] for g in episodes]
         prefix = _prefix(got.kept) if s.reuse_prefix else {}
-        return (Groups(records, completions, verdicts, rewards, {}, episodes, prefix),
+        sampled = [g.sampled_by() for g in got.kept]  # [P] each group's policy version
+        return (Groups(records, completions, verdicts, rewards, {}, episodes, prefix,
+                       sampled=sampled),
                 int(lengths.sum()))
 
     def publish(self, model: Any) -> None:

@@ -4,7 +4,8 @@ TrainConfig (rlvr.training.config), in its own module to keep that file readable
 
 max_staleness 0 (the default) is the synchronous loop, untouched. K >= 1 samples in
 `producers` producer processes up to K policy versions ahead of the update;
-`check_async` refuses, at config load, the settings that path does not support yet."""
+`check_async` refuses, at config load, the settings that path does not support yet;
+`trainer_engine` names the engine the trainer builds for itself."""
 
 from __future__ import annotations
 
@@ -79,7 +80,15 @@ def check_async(cfg: "TrainConfig") -> None:
         return
     a, s = cfg.algorithm, cfg.sampling
     refusals = {
-        "sampling.engine": (s.engine != "hf", "the producer runs the hf engine on CPU"),
+        "sampling.engine": (s.engine not in ("hf", "vllm"), "the producer runs the hf "
+                            "engine on CPU or samples with a vLLM server"),
+        "sampling.vllm.mode": (s.engine == "vllm" and s.vllm.mode != "server",
+                               "the producer samples with a vLLM server only (a colocated "
+                               "vLLM inside the producer process is not done): start one "
+                               "with `rlvr vllm-serve` and set sampling.vllm.mode=server"),
+        "rollout.producers": (s.engine == "vllm" and cfg.rollout.producers > 1,
+                              "several producers would all write one vLLM server's weights "
+                              "(each needs a server of its own, not done): use one"),
         "model.device": (not _on_cpu(cfg.model.device), "the producer and the update "
                          "share weights through CPU shared memory (a GPU trainer is not "
                          "done yet)"),
@@ -96,3 +105,13 @@ def check_async(cfg: "TrainConfig") -> None:
         if refused:
             raise ConfigError(f"not supported with rollout.max_staleness="
                               f"{cfg.rollout.max_staleness} yet: {why}", name)
+
+
+def trainer_engine(cfg: "TrainConfig") -> str:
+    """The engine the trainer process builds for itself. K = 0: sampling.engine, which
+    samples every step. K >= 1: hf, whatever the producer samples with; the trainer's
+    engine then only runs the held-out evaluation, on the trainer's current weights (a
+    vLLM server holds the producer's, up to K versions behind), and it must not write to
+    the producer's vLLM server: one writer keeps the server's weights the ones the
+    producer synced (a second would fail the producer's version check)."""
+    return "hf" if cfg.rollout.asynchronous else cfg.sampling.engine

@@ -31,6 +31,7 @@ from rlvr.environments.registry import environment_factory
 from rlvr.episodes.render import TurnRenderer
 from rlvr.episodes.runner import Episode, run_episodes
 from rlvr.rollout.base import RolloutEngine, SamplingParams, prefix_counters, prefix_metrics
+from rlvr.rollout.factory import declared_capabilities
 from rlvr.training.accumulate import combine_stats, micro_batches
 from rlvr.training.algorithm import Algorithm, build_algorithm
 from rlvr.training.batch import PackedBatch, pack
@@ -101,6 +102,8 @@ class Groups:
     stats: dict[str, float]
     episodes: list[list[Episode]] = field(default_factory=list)  # [P][G]
     prefix: dict[str, float] = field(default_factory=dict)  # rollout/prefix_* of the draws
+    # [P] K >= 1: what sampled each group (staleness.SampledGroup.sampled_by), on its lines
+    sampled: list[dict[str, int]] = field(default_factory=list)
 
 
 def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -270,8 +273,10 @@ def old_policy(t: Trainer, batch: PackedBatch, mask: torch.Tensor
     rlvr.algorithms.rollout_correction)."""
     cfg, correction = t.cfg, t.algo.correction
     correcting = correction is not None and correction.active
-    if not (correcting or t.engine.capabilities.recompute_old_logprobs(
-            cfg.algorithm.recompute_old_logprobs)):
+    # K >= 1: the producer's engine sampled (the trainer's own, hf, only evaluates)
+    sampler = (t.engine.capabilities if t.producer is None
+               else declared_capabilities(cfg.sampling.engine))
+    if not (correcting or sampler.recompute_old_logprobs(cfg.algorithm.recompute_old_logprobs)):
         return batch.old_logprobs, None, {}
     with torch.no_grad():
         old_logprobs, _ = token_logprobs_and_entropy(t.update.logits(t.model, batch),
@@ -462,6 +467,8 @@ def rollout_lines(step: int, groups: Groups, rewards: torch.Tensor,
                           "reward": float(rewards[p, g]), "advantage": float(advantages[p, g])})
             if groups.episodes:  # the turns, the end and, with several turns, the transcript
                 lines[-1]["episode"] = episode_record(groups.episodes[p][g])
+            if groups.sampled:
+                lines[-1].update(groups.sampled[p])
     return lines
 
 

@@ -15,6 +15,9 @@ group reports a version newer than the weights that sampled it. A step's episode
 here whole: multi-turn episodes call their environment (make_env: loop.run_environment,
 from episodes.environment as the trainer builds its own) between the model's turns, so the
 groups arrive with the environment's tokens in place and masked (Completion.loss_mask).
+An engine that samples elsewhere (a vLLM server, whose only writer this process is)
+gets the loaded weights, named by their version, before the draw and says which
+weights sampled it: any other than the loaded version stops the producer, and the run.
 Each draw is graded as soon as it is sampled, by a thread of this process
 (rlvr.training.producer_grading) with its own verifier pool built from the run's reward
 config exactly as the trainer builds its own (rewards.scoring_pool), while the main
@@ -28,6 +31,7 @@ rlvr.training.async_rollouts.
 from __future__ import annotations
 
 import queue
+import signal
 import time
 import traceback
 from dataclasses import dataclass, replace
@@ -123,15 +127,34 @@ def producer_main(spec: ProducerSpec) -> None:
     """The process's entry point: produce until told to stop; an error's traceback goes
     to the trainer (which stops the run naming this process) and the exit status is 1."""
     spec.groups.cancel_join_thread()  # exiting never waits for the trainer to drain
+    signal.signal(signal.SIGTERM, _terminated)  # the trainer's terminate() unwinds too
+    producer = None
     try:
-        Producer(spec).run()
-    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the trainer stops
-        return
+        producer = Producer(spec)
+        producer.run()
+    except (KeyboardInterrupt, Terminated):  # Ctrl-C reaches the whole process group,
+        return                                # terminate() only this: the trainer stops
     except GradingFailed:  # the grading thread sent its traceback already
         raise SystemExit(1)
     except BaseException:
         spec.errors.put(traceback.format_exc())
         raise SystemExit(1)
+    finally:
+        if producer is not None:
+            producer.close()
+
+
+class Terminated(BaseException):
+    """SIGTERM from the trainer (AsyncRollouts.close); a BaseException so that no
+    `except Exception` on the way catches it."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+class SamplerMismatch(RuntimeError):
+    """The engine sampled a draw with other weights than the producer loaded."""
 
 
 class Producer:
@@ -191,7 +214,7 @@ class Producer:
                 for name, tensor in self.model.state_dict().items():
                     tensor.copy_(self.spec.shared[name])
         self.loaded = version
-        self.engine.sync_weights(self.model)
+        self.engine.sync_weights(self.model, version=version)  # named: vLLM reports it
 
     def _produce(self, step: int, indices: list[int], grader: DrawGrader) -> None:
         """Step `step`'s draw (`indices`), sampled as the synchronous run samples it (one
@@ -207,16 +230,35 @@ class Producer:
         share = (time.perf_counter() - began) / len(indices)
         after = prefix_counters(self.engine)
         start = (step - self.spec.first_step) * len(indices)  # stream position: all producers'
+        served = self._sampled_version(step)
         groups = []
         for k, (index, group) in enumerate(zip(indices, episodes)):
             for episode in group:  # nothing process-local crosses the queue
                 episode.completion.activations = None
             groups.append(SampledGroup(start + k, index, step, self.loaded, group, share,
-                                       self.idle_s, producer=self.spec.index))
+                                       self.idle_s, producer=self.spec.index,
+                                       served_version=served))
         # the draw's prefix reuse rides on its first group (counters are per engine call)
         groups[0].prefix = {name: after[name] - counters.get(name, 0) for name in after}
         # waiting while the thread still grades the draw before: idle too
         self.idle_s += grader.submit(records, groups)
+
+    def _sampled_version(self, step: int) -> int | None:
+        """The version an engine that samples elsewhere (vLLM) says sampled the draw,
+        which must be the one loaded; None for an engine sampling this process's copy."""
+        if not hasattr(self.engine, "sampled_policy_version"):
+            return None
+        served = self.engine.sampled_policy_version
+        if served != self.loaded:
+            raise SamplerMismatch(f"the rollout engine sampled step {step}'s draw with "
+                                  f"policy version {served}, but this producer loaded and "
+                                  f"synced version {self.loaded}: its groups would report "
+                                  "weights that did not sample them")
+        return served
+
+    def close(self) -> None:
+        """The engine's own state goes with the process (vLLM: its files in /dev/shm)."""
+        getattr(self.engine, "close", lambda: None)()
 
     def _put(self, group: SampledGroup) -> None:
         """One graded group on the trainer's queue (the grading thread calls it); a full

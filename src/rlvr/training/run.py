@@ -41,6 +41,7 @@ from rlvr.training.batch import choose_update_path
 from rlvr.training.checkpoint import (OPTIMIZER_DCP, checkpoint_step, latest_checkpoint,
                                       load_trainer_state, save_checkpoint, staging_dir)
 from rlvr.training.config import TrainConfig, check_distributed
+from rlvr.training.config_rollout import trainer_engine
 from rlvr.training.clock import TrainingClock
 from rlvr.training.evaluate import EvalSchedule, HeldOutLog, held_out_evaluator
 from rlvr.training.guard import RunGuard, check_guard
@@ -93,7 +94,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         model, tokenizer = load_policy(cfg.model, cfg.seed, checkpoint)
         model, sampler = shard_policy(dist, model, cfg.model.device)
         renderer = prompt_renderer(cfg.prompt, tokenizer)
-        engine = build_engine(cfg.sampling.engine, sampler or model, tokenizer,
+        # K >= 1: hf, for the held-out evaluation; the producer builds the run's engine
+        engine = build_engine(trainer_engine(cfg), sampler or model, tokenizer,
                               engine_options(cfg))
         # Chosen once, before the warm-start: a path that cannot run fails here.
         update = choose_update_path(plain_update(cfg) if dist.active else cfg, model, engine,
@@ -113,7 +115,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run,
                                dist, sampler, make_env)
             trainer.update = update
-            trainer.paths = recorded_paths(engine, update)
+            trainer.paths = recorded_paths(engine, update, cfg)
             state = _first_checkpoint_or_resume(trainer, run, state, checkpoint, progress)
             # the collapse watch and the best checkpoint (a resume replays the kept logs)
             guard = RunGuard(cfg, run, progress, dist, state.get("step") if checkpoint else None)
@@ -325,13 +327,20 @@ def shard_policy(dist: Dist, model: Any, device: str) -> tuple[Any, Any]:
     return trained, sampler
 
 
-def recorded_paths(engine: Any, update: Any) -> dict[str, str]:
+def recorded_paths(engine: Any, update: Any, cfg: TrainConfig) -> dict[str, str]:
     """The two seams as the run records them (every metrics line and summary.json): the
     decode forward and the update forward, each with why no faster one runs ("" when
     the fastest did). update/path itself is per step (what each update ran)."""
     rollout = rollout_path(engine)
-    return {"rollout/path": rollout.name, "rollout/path_reason": rollout.reason,
-            "rollout/path_prefix_reuse": prefix_reuse(engine), "update/path_reason": update.reason}
+    paths = {"rollout/path": rollout.name, "rollout/path_reason": rollout.reason,
+             "rollout/path_prefix_reuse": prefix_reuse(engine),
+             "update/path_reason": update.reason}
+    if trainer_engine(cfg) != cfg.sampling.engine:  # K >= 1 with a vLLM server
+        paths.update({"rollout/path": cfg.sampling.engine, "rollout/path_reason":
+                      "the rollout producer's vLLM server samples; the trainer's hf "
+                      "engine runs only the held-out evaluation",
+                      "rollout/path_prefix_reuse": "the vLLM server's prefix caching"})
+    return paths
 
 
 def plain_update(cfg: TrainConfig) -> TrainConfig:

@@ -38,6 +38,9 @@ class SampledGroup:
     producer:      which producer sampled it (0 .. rollout.producers - 1)
     prefix:        its draw's prefix-reuse counters (rlvr.rollout.base.prefix_counters,
                    the draw's increase) on the draw's first group; {} on the others
+    served_version: the policy version the engine said sampled it (a vLLM server's own
+                   record of the weights it held; the producer checked it is `version`);
+                   None for an engine that samples the producer's own copy
     """
 
     position: int
@@ -52,10 +55,18 @@ class SampledGroup:
     verify_s: float = 0.0
     producer: int = 0
     prefix: dict[str, int] = field(default_factory=dict)
+    served_version: int | None = None
 
     def lag(self, step: int) -> int:
         """Versions between the weights that sampled it and those that train it at `step`."""
         return (step - 1) - self.version
+
+    def sampled_by(self) -> dict[str, int]:
+        """What sampled it, for its rollouts.jsonl lines: policy_version, and
+        server_policy_version when the engine reported one."""
+        said = {} if self.served_version is None else {"server_policy_version":
+                                                       self.served_version}
+        return {"policy_version": self.version, **said}
 
 
 class OrderMismatch(RuntimeError):

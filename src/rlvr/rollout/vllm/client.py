@@ -19,6 +19,9 @@ class VLLMClient:
     def __init__(self, url: str, timeout_s: float = 600.0) -> None:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
+        # the weights the server says its last `generate` or `score` used ({version,
+        # policy_version}; None before the first, or from a server that does not say)
+        self.last_weights: dict[str, Any] | None = None
 
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/health", None, timeout=10.0)
@@ -26,6 +29,7 @@ class VLLMClient:
     def generate(self, prompts: list[list[int]], n: int,
                  params: dict[str, Any]) -> list[list[dict[str, Any]]]:
         answer = self._call("POST", "/generate", {"prompts": prompts, "n": n, "params": params})
+        self.last_weights = answer.get("weights")
         completions = answer["completions"]
         if len(completions) != len(prompts) or any(len(g) != n for g in completions):
             raise VLLMServerError(f"the vLLM server at {self.url} answered "
@@ -34,12 +38,14 @@ class VLLMClient:
         return completions
 
     def score(self, sequences: list[list[int]], starts: list[int]) -> list[list[float]]:
-        return self._call("POST", "/score", {"sequences": sequences, "starts": starts})["logprobs"]
+        answer = self._call("POST", "/score", {"sequences": sequences, "starts": starts})
+        self.last_weights = answer.get("weights")
+        return answer["logprobs"]
 
-    def reload_from(self, path: str) -> dict[str, Any]:
-        return self._call("POST", "/reload", {"path": path})
+    def reload_from(self, path: str, policy_version: int | None = None) -> dict[str, Any]:
+        return self._call("POST", "/reload", {"path": path, "policy_version": policy_version})
 
-    def load_tensors(self, named: Any) -> dict[str, Any]:
+    def load_tensors(self, named: Any, policy_version: int | None = None) -> dict[str, Any]:
         raise VLLMServerError("a vLLM server loads weights from files (sync: file)")
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None,

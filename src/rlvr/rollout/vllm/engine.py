@@ -19,6 +19,11 @@ Weights follow the trainer through `sync_weights` after every update:
 A sync must move vLLM's weight version, and a probe sequence scored by vLLM must match
 the trainer's log-probs (`sync_check_tolerance`); otherwise `WeightSyncError` stops
 the run, which never continues from stale weights (it resumes from its checkpoint).
+Every generation and probe must also have used the load this engine synced last (vLLM
+reports the load each call used): a server whose weights another writer replaced in
+between is a `WeightSyncError` too. A sync may name the weights (`version`: the policy version);
+vLLM keeps the name with them and `sampled_policy_version` is the name the last
+generation sampled with (an asynchronous run's producer checks and records it).
 """
 
 from __future__ import annotations
@@ -81,6 +86,9 @@ class VLLMEngine:
         self.sync_mode = _sync_mode(settings, self.device)
         self.workdir = Path(tempfile.mkdtemp(prefix="rlvr-vllm-", dir=_sync_root(settings)))
         self._probe: list[int] | None = None
+        # the name of the weights vLLM sampled the last generation with (sync_weights'
+        # `version`; None when the sync did not name them)
+        self.sampled_policy_version: int | None = None
         self.last_sync_seconds = 0.0
         # the last sync's parts, logged by the trainer: write (file), load (vLLM), check
         self.sync_stats: dict[str, float] = {}
@@ -126,6 +134,8 @@ class VLLMEngine:
                 "top_p": params.top_p, "top_k": params.top_k, "stop": list(params.stop),
                 "seed": params.seed}
         samples = self.backend.generate(encoded, n, wire)
+        held = self._served_load("generation")
+        self.sampled_policy_version = None if held is None else held["policy_version"]
         result = [[self._completion(ids, s, params.stop) for s in group]
                   for ids, group in zip(encoded, samples)]
         if result and result[0]:
@@ -142,21 +152,36 @@ class VLLMEngine:
                           text=text[:min(cuts)] if cuts else text,
                           finish_reason=sample["finish_reason"])
 
+    def _served_load(self, call: str) -> dict[str, Any] | None:
+        """The weights vLLM's last call used ({version, policy_version}; None from a
+        server that does not say), which must be the load this engine synced last, or
+        WeightSyncError: another writer loaded other weights since."""
+        held = getattr(self.backend, "last_weights", None)
+        if held is not None and held["version"] != self.version:
+            raise WeightSyncError(f"vLLM's {call} used weight load {held['version']} "
+                                  f"(policy version {held['policy_version']}), but this "
+                                  f"engine's last sync was load {self.version}: another "
+                                  "writer replaced the weights (a second trainer or "
+                                  "producer sharing this server?)")
+        return held
+
     def score(self, sequences: list[list[int]], starts: list[int]) -> list[list[float]]:
         """vLLM's log-softmax(logits) of each sequence's tokens from starts[i] on."""
         return self.backend.score(sequences, starts)
 
     # -- weights ----------------------------------------------------------------------
-    def sync_weights(self, model: Any) -> None:
-        """Copy `model`'s weights into vLLM and check they arrived (WeightSyncError)."""
+    def sync_weights(self, model: Any, version: int | None = None) -> None:
+        """Copy `model`'s weights into vLLM and check they arrived (WeightSyncError);
+        `version` names them there (the policy version; None: unnamed)."""
         began = time.perf_counter()
         try:
             if self.sync_mode == "direct":
-                answer = self.backend.load_tensors(_named_tensors(model, clone=False))
+                answer = self.backend.load_tensors(_named_tensors(model, clone=False),
+                                                   version)
             else:
                 path = _write_weights(model, self.workdir)
                 written = time.perf_counter()
-                answer = self.backend.reload_from(path)
+                answer = self.backend.reload_from(path, version)
                 self.sync_stats["sync/write_s"] = written - began
         except Exception as exc:
             raise WeightSyncError(f"weight sync to vLLM failed ({self.sync_mode}): "
@@ -164,8 +189,9 @@ class VLLMEngine:
                                   "than sample from stale weights") from exc
         if answer["version"] != self.version + 1:
             raise WeightSyncError(f"vLLM's weight version went {self.version} -> "
-                                  f"{answer['version']} on one sync (another trainer "
-                                  "shares this server?)")
+                                  f"{answer['version']} on one sync: another writer loaded "
+                                  "weights (a second trainer or producer sharing this "
+                                  "server?)")
         self.version = answer["version"]
         self.sync_stats["sync/load_s"] = float(answer["seconds"])
         checked = time.perf_counter()
@@ -182,6 +208,7 @@ class VLLMEngine:
         if len(probe) < 2:
             return
         served = torch.tensor(self.backend.score([probe], [1])[0])
+        self._served_load("probe")  # a load by another writer since the sync: say so
         ours = trainer_logprobs(model, probe, 1)
         gap = float((served - ours).abs().mean())
         if gap > tolerance:

@@ -87,6 +87,12 @@ class VLLMRunner:
 
         self.settings = settings
         self.version = 0  # weight loads since start; the engine checks each sync moved it
+        # what the last load's sender called its weights (the trainer's policy version;
+        # None: not said, or the weights vLLM started with)
+        self.policy_version: int | None = None
+        # the weights the last `generate` or `score` used (the engine checks they are
+        # the ones it synced: no other writer came between)
+        self.last_weights: dict[str, Any] = self.weights()
         kwargs = llm_kwargs(settings, config, _on_cpu())
         import torch
 
@@ -107,10 +113,14 @@ class VLLMRunner:
     def describe(self) -> dict[str, Any]:
         config = self.llm.llm_engine.model_config
         cache = getattr(getattr(self.llm.llm_engine, "vllm_config", None), "cache_config", None)
-        return {"model": self.settings.model, "version": self.version,
+        return {"model": self.settings.model, **self.weights(),
                 "vocab_size": config.get_vocab_size(), "max_model_len": config.max_model_len,
                 "architectures": list(config.architectures or []),
                 "prefix_caching": getattr(cache, "enable_prefix_caching", None)}
+
+    def weights(self) -> dict[str, Any]:
+        """Which weights vLLM holds now: {version (loads since start), policy_version}."""
+        return {"version": self.version, "policy_version": self.policy_version}
 
     def generate(self, prompts: list[list[int]], n: int,
                  params: dict[str, Any]) -> list[list[dict[str, Any]]]:
@@ -121,6 +131,7 @@ class VLLMRunner:
         from vllm.inputs import TokensPrompt
 
         self.wake()
+        self.last_weights = self.weights()  # one request at a time: these sample it all
         greedy = params["temperature"] <= 0
         seed = params.get("seed")
         requests = [SamplingParams(  # vLLM refuses n > 1 greedy: one, copied below
@@ -146,6 +157,7 @@ class VLLMRunner:
         from vllm.inputs import TokensPrompt
 
         self.wake()
+        self.last_weights = self.weights()
         request = SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0)
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=s) for s in sequences],
                                     request, use_tqdm=False)
@@ -153,21 +165,25 @@ class VLLMRunner:
         return [[out.prompt_logprobs[i][seq[i]].logprob for i in range(start, len(seq))]
                 for out, seq, start in zip(outputs, sequences, starts)]
 
-    def reload_from(self, path: str) -> dict[str, Any]:
-        """Load every safetensors file in directory `path` in place."""
-        return self._reload({"weights_path": path})
+    def reload_from(self, path: str, policy_version: int | None = None) -> dict[str, Any]:
+        """Load every safetensors file in directory `path` in place; `policy_version`
+        is what the sender calls these weights (reported by `weights()`)."""
+        return self._reload({"weights_path": path}, policy_version)
 
-    def load_tensors(self, named: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    def load_tensors(self, named: Iterable[tuple[str, Any]],
+                     policy_version: int | None = None) -> dict[str, Any]:
         """Load (name, tensor) pairs in place: no file (colocated; device to device on
         a GPU)."""
-        return self._reload({"weights_iterator": iter(list(named))})
+        return self._reload({"weights_iterator": iter(list(named))}, policy_version)
 
-    def _reload(self, source: dict[str, Any]) -> dict[str, Any]:
+    def _reload(self, source: dict[str, Any], policy_version: int | None) -> dict[str, Any]:
         began = time.perf_counter()
         self.wake()
+        self.policy_version = None  # a load that fails half way holds no named weights
         self.llm.collective_rpc("reload_weights", kwargs=source)
         self.llm.reset_prefix_cache()  # cached prompt KV was computed by the old weights
         self.version += 1
+        self.policy_version = policy_version
         return {"version": self.version, "seconds": time.perf_counter() - began}
 
     def maybe_sleep(self) -> None:

@@ -9,12 +9,21 @@ or, from rlvr's own environment, `rlvr vllm-serve --model MODEL`, which resolves
 (a packaged alias, .gguf, or HF dir) and starts this module in the vLLM environment.
 
 Endpoints (bodies and answers are JSON):
-    GET  /health   -> {model, version, vocab_size, max_model_len, architectures}
+    GET  /health   -> {model, version, policy_version, vocab_size, max_model_len,
+                       architectures}
     POST /generate {prompts: [[ids]], n, params}  -> {completions: [[{token_ids, logprobs,
-                                                       finish_reason}]]}
-    POST /score    {sequences: [[ids]], starts: [i]} -> {logprobs: [[float]]}
-    POST /reload   {path}  -> {version, seconds}   (safetensors files in `path`, which
-                                                    must be readable by this process)
+                                                       finish_reason}]],
+                                                     weights: {version, policy_version}}
+    POST /score    {sequences: [[ids]], starts: [i]} -> {logprobs: [[float]],
+                                                         weights: {version, policy_version}}
+    POST /reload   {path, policy_version?}  -> {version, seconds}   (safetensors files in
+                                               `path`, which must be readable by this
+                                               process)
+`version` counts the weight loads since the server started (the engine checks each of
+its syncs moved it by one, and that each generation and probe used the load it synced:
+no other writer in between); `policy_version` is what the last load's sender called its
+weights (the trainer's policy version: an asynchronous run's producer tags its groups
+with it), null when not said.
 An error answers 500 with {error}. Requests are served one at a time (vLLM's `LLM` is
 not re-entrant); the trainer sends one at a time anyway.
 """
@@ -34,9 +43,10 @@ from rlvr.rollout.vllm.runner import RunnerSettings, VLLMLoadError, VLLMRunner
 def handler_for(runner: VLLMRunner) -> type[BaseHTTPRequestHandler]:
     routes = {
         "/generate": lambda body: {"completions": runner.generate(
-            body["prompts"], int(body["n"]), body["params"])},
-        "/score": lambda body: {"logprobs": runner.score(body["sequences"], body["starts"])},
-        "/reload": lambda body: runner.reload_from(body["path"]),
+            body["prompts"], int(body["n"]), body["params"]), "weights": runner.last_weights},
+        "/score": lambda body: {"logprobs": runner.score(body["sequences"], body["starts"]),
+                                "weights": runner.last_weights},
+        "/reload": lambda body: runner.reload_from(body["path"], body.get("policy_version")),
     }
 
     class Handler(BaseHTTPRequestHandler):
