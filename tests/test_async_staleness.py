@@ -281,18 +281,3 @@ def test_a_half_written_group_does_not_hold_the_wait_on_a_dead_producer():
     assert not waiter.is_alive(), "the wait blocked on the half-written group"
     assert isinstance(raised[0], ProducerError)
     assert re.search(r"pid 77\) exited with status -9", str(raised[0]))
-
-
-def test_the_trainer_takes_the_cores_the_producers_leave(monkeypatch):
-    from rlvr.training import async_rollouts as ar
-
-    monkeypatch.setattr(ar, "every_core", lambda: 8)
-    every = lambda **rollout: SimpleNamespace(  # noqa: E731
-        model=SimpleNamespace(threads=0),
-        rollout=SimpleNamespace(**{"producers": 1, "producer_threads": 1, **rollout}))
-    assert ar.trainer_threads(every(), threads=8) == 7
-    assert ar.trainer_threads(every(producers=2, producer_threads=3), threads=8) == 2
-    assert ar.trainer_threads(every(producers=4, producer_threads=2), threads=8) == 1
-    assert ar.trainer_threads(every(producers=9), threads=8) == 1  # at least one
-    mine = SimpleNamespace(model=SimpleNamespace(threads=3), rollout=every().rollout)
-    assert ar.trainer_threads(mine, threads=3) == 3  # the operator's setting stays

@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     command = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(only=command)
     args = parser.parse_args(argv)
+    args.argv = argv  # what a command that runs itself again passes (rlvr train, K >= 1)
     if command is None:
         parser.print_help()
         return OK if not argv else BAD_INPUT

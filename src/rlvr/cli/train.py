@@ -99,9 +99,30 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"rlvr train: config error: {exc}", file=sys.stderr)
         return BAD_INPUT
+    _passive_openmp(cfg, args)
     progress = Progress(cfg.steps, quiet=args.quiet, log_every=cfg.log_every,
                         max_seconds=cfg.max_seconds)
     return _train(cfg, run_dir, bool(args.resume), progress)
+
+
+def _passive_openmp(cfg: Any, args: argparse.Namespace) -> None:
+    """Asynchronous rollouts (K >= 1) run with OMP_WAIT_POLICY=PASSIVE unless the operator
+    set it. Why: the producers sample on the same cores while the trainer updates, and
+    an idle OpenMP thread of the trainer otherwise spins (up to ~300,000 iterations)
+    before it sleeps, so every parallel region waits on a thread a producer preempted.
+    Measured on 2 cores beside a one-thread producer: the update took 10.6 s a step
+    (mean) with passive threads, 14.8 s spinning (benchmarks/RESULTS.md, "Asynchronous
+    rollouts"). The OpenMP runtime reads the variable once, when torch loads; if torch
+    is loaded already (reading the config may: model.device auto), the command runs
+    itself again with it set (execv: the same process id). Only the command line does
+    this: `main([...])` called from a program other than that command changes nothing."""
+    if (not cfg.rollout.asynchronous or "OMP_WAIT_POLICY" in os.environ
+            or getattr(args, "argv", None) != sys.argv[1:]):
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    if "torch" in sys.modules:
+        sys.stdout.flush(), sys.stderr.flush()
+        os.execv(sys.executable, [sys.executable, "-m", "rlvr", *args.argv])
 
 
 def _under_torchrun() -> bool:

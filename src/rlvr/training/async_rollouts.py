@@ -34,7 +34,6 @@ from rlvr.training.producer import ProducerSpec, StopFlag, producer_main
 from rlvr.training.producer_handles import (POLL_S, ProducerError, ProducerHandle,
                                             ProducerSet)
 from rlvr.training.rewards import reward_tensor
-from rlvr.training.setup import every_core
 from rlvr.training.staleness import SampledGroup, staleness_metrics, take_step_groups
 
 if TYPE_CHECKING:
@@ -186,25 +185,9 @@ def async_rollouts(t: "Trainer", first_step: int) -> Iterator[None]:
     if not t.cfg.rollout.asynchronous:
         yield
         return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(trainer_threads(t.cfg, threads))
     t.producer = AsyncRollouts(t, first_step)
     try:
         yield
     finally:
         t.producer.close()
         t.producer = None
-        torch.set_num_threads(threads)
-
-
-def trainer_threads(cfg: Any, threads: int) -> int:
-    """The trainer's torch threads while the producers run. model.threads = 0 ("every
-    core"): the cores the producers leave (at least one), since a trainer whose OpenMP
-    threads share their cores with a producer's waits at every parallel region for the
-    thread the producer preempted (measured on 2 cores: the update 3x slower, the
-    asynchronous step no faster than the synchronous one). An explicit model.threads is
-    the operator's choice and stays (`threads`: what the run set)."""
-    if cfg.model.threads > 0:
-        return threads
-    taken = cfg.rollout.producers * cfg.rollout.producer_threads
-    return max(1, every_core() - taken)
