@@ -5,9 +5,10 @@ update) and how they draw a step again through the synchronous loop's sampler.""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 
@@ -111,12 +112,13 @@ def prompts_per_step(run: Path) -> dict[int, list[str]]:
 
 class TwoTurns:
     """A test environment the built-in registry lacks: "again" after the first turn, the
-    second rewarded by its length (6 characters: 1.0)."""
+    second rewarded by its length (6 characters: 1.0); `info` goes with every reply
+    (tests/test_train_episodes.py: one tool call a turn)."""
 
     tools = ()
 
-    def __init__(self, limits):
-        self.limits, self.turn = limits, 0
+    def __init__(self, limits, info: dict | None = None):
+        self.limits, self.turn, self.info = limits, 0, dict(info or {})
 
     def reset(self, task):
         return [{"role": "user", "content": task.prompt}]
@@ -126,8 +128,8 @@ class TwoTurns:
 
         self.turn += 1
         if self.turn == 1:
-            return Reply([{"role": "user", "content": "again"}])
-        return Reply(done=True, reward=min(1.0, len(turn) / 6))
+            return Reply([{"role": "user", "content": "again"}], info=dict(self.info))
+        return Reply(done=True, reward=min(1.0, len(turn) / 6), info=dict(self.info))
 
     def close(self):
         pass
@@ -136,3 +138,20 @@ class TwoTurns:
 def two_turns(record, options, limits):
     """TwoTurns' factory, at module level: a spawned producer can import it."""
     return TwoTurns(limits)
+
+
+def tests_on_pythonpath() -> str:
+    """PYTHONPATH with the tests folder first: verifier workers (the producers' too)
+    import the tests' rewards by name."""
+    return os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])
+
+
+def synchronous_run(tmp_path_factory: Any, overrides: Sequence[str]) -> Path:
+    """The synchronous run of the tiny config with `overrides`, in a fresh directory."""
+    from rlvr.training.run import train
+    from train_helpers import tiny_config
+
+    run = tmp_path_factory.mktemp("sync") / "run"
+    os.environ["PYTHONPATH"] = tests_on_pythonpath()
+    train(tiny_config(*overrides), run)
+    return run

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-from async_helpers import Recorder, metrics, prompts_per_step, replay_draw, same_completions
+from async_helpers import (Recorder, metrics, prompts_per_step, replay_draw, same_completions,
+                           synchronous_run, tests_on_pythonpath)
 from rlvr.cli.exit_codes import FAULT, OK
 from rlvr.cli.main import main
 from rlvr.training.prompt_order import PromptOrder
@@ -33,17 +33,12 @@ BASE = [f"steps={STEPS}", "checkpoint_every=1", "keep_checkpoints=0", "data.eval
 @pytest.fixture(autouse=True)
 def _tests_importable(monkeypatch):
     """Verifier workers import the test reward by name."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent),
-                                                      os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("PYTHONPATH", tests_on_pythonpath())
 
 
 @pytest.fixture(scope="module")
 def synchronous(tmp_path_factory):
-    run = tmp_path_factory.mktemp("sync") / "run"
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent),
-                                                os.environ.get("PYTHONPATH", "")])
-    train(tiny_config(*BASE), run)
-    return run
+    return synchronous_run(tmp_path_factory, BASE)
 
 
 @pytest.mark.slow

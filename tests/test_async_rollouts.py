@@ -19,6 +19,7 @@ from safetensors.torch import load_file
 from rlvr.cli.exit_codes import FAULT, OK
 from rlvr.cli.main import main
 from rlvr.training.run import train
+from async_helpers import synchronous_run, tests_on_pythonpath
 from train_helpers import TINY_OVERRIDES, plugin_reward, tiny_config
 
 STEPS = 5
@@ -31,8 +32,7 @@ TIMING = ("time/", "tokens_per_s", "episode/env_seconds")
 @pytest.fixture(autouse=True)
 def _tests_importable(monkeypatch):
     """Verifier workers import the test reward by name."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent),
-                                                      os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("PYTHONPATH", tests_on_pythonpath())
 
 
 def _metrics(run: Path) -> list[dict]:
@@ -55,11 +55,7 @@ def _weights(run: Path, step: int) -> dict[str, torch.Tensor]:
 @pytest.fixture(scope="module")
 def synchronous(tmp_path_factory):
     """The synchronous run, without the rollout section at all."""
-    run = tmp_path_factory.mktemp("sync") / "run"
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent),
-                                                os.environ.get("PYTHONPATH", "")])
-    train(tiny_config(*BASE), run)
-    return run
+    return synchronous_run(tmp_path_factory, BASE)
 
 
 def test_max_staleness_0_is_the_synchronous_run_bit_for_bit(synchronous, tmp_path):

@@ -12,7 +12,6 @@ above them run in rlvr's main environment too, the rest skip there with the reas
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -27,6 +26,7 @@ from rlvr.training.config_rollout import trainer_engine
 from rlvr.training.producer import Producer, SamplerMismatch
 from rlvr.training.staleness import SampledGroup
 from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
+from async_helpers import tests_on_pythonpath
 from train_helpers import TINY_OVERRIDES, plugin_reward, tiny_config
 from vllm_helpers import TRAIN_MODEL, VLLM_MISSING, Server
 
@@ -123,8 +123,7 @@ PROBE = "<s>12+30=42</s>"
 @pytest.fixture(autouse=True)
 def _tests_importable(monkeypatch):
     """Verifier workers (the producer's too) import the test reward by name."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent),
-                                                      os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("PYTHONPATH", tests_on_pythonpath())
 
 
 @pytest.fixture(scope="module")

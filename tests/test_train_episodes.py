@@ -18,8 +18,9 @@ from dataclasses import replace
 import pytest
 import torch
 
+from async_helpers import TwoTurns
 from rlvr.config import ConfigError
-from rlvr.episodes.base import EpisodeLimits, Reply
+from rlvr.episodes.base import EpisodeLimits
 from rlvr.rollout.base import SamplingParams
 from rlvr.environments import registry
 from rlvr.training import loop
@@ -92,33 +93,11 @@ def test_single_turn_runs_are_the_pre_episode_code_path(tmp_path, monkeypatch):
     assert metrics and not any(k.startswith("episode/") for m in metrics for k in m)
 
 
-class Again:
-    """"again" after the first turn; the second is rewarded by its length (6 characters:
-    1.0), one tool call a turn."""
-
-    tools = ()
-
-    def __init__(self, limits: EpisodeLimits):
-        self.limits, self.turn = limits, 0
-
-    def reset(self, task):
-        return [{"role": "user", "content": task.prompt}]
-
-    def step(self, turn):
-        self.turn += 1
-        if self.turn == 1:
-            return Reply([{"role": "user", "content": "again"}], info={"tool_calls": 1})
-        return Reply(done=True, reward=min(1.0, len(turn) / 6), info={"tool_calls": 1})
-
-    def close(self):
-        pass
-
-
 @pytest.fixture(scope="module")
 def two_turn_run(tmp_path_factory):
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setitem(registry._REGISTRY, "again_test", registry.EnvironmentSpec(
-        "again_test", lambda record, options, limits: Again(limits), None, "a test's"))
+        "again_test", lambda record, options, limits: TwoTurns(limits, {"tool_calls": 1}), None, "a test's"))
     packed = []
     real_pack = loop.pack
 
