@@ -283,7 +283,7 @@ def test_agreeing_sampler_on_episodes_shows_no_mismatch(episodes):
         cfg=SimpleNamespace(algorithm=SimpleNamespace(recompute_old_logprobs=True),
                             sampling=SimpleNamespace(temperature=1.0)),
         algo=SimpleNamespace(correction=rollout_correction("tis")), model=model, update=path,
-        engine=SimpleNamespace(capabilities=EngineCapabilities(False, False)))
+        engine=SimpleNamespace(capabilities=EngineCapabilities(False, False)), producer=None)
     _, weights, metrics = old_policy(t, batch, batch.mask.float())
     assert metrics["mismatch/kl"] == pytest.approx(0.0, abs=1e-7)
     assert metrics["mismatch/ratio_min"] == pytest.approx(1.0, abs=1e-6)
