@@ -88,3 +88,31 @@ def test_each_workload_loads_as_the_runs_config():
         assert cfg.data.eval_size == 200  # the config's held-out set, on both sides
     assert (cfg.reward.verifier, cfg.reward.options, cfg.eval.verifier) == (
         bench.STAND_IN, {"latency_s": 0.25}, "math")
+
+
+def test_pairs_combine_as_medians_of_speed_and_means_of_accuracy():
+    runs = [{"s_per_step": 13.0, "held_out": 0.50, "staleness_mean": 0.9, "staleness_max": 1},
+            {"s_per_step": 19.0, "held_out": 0.47, "staleness_mean": 1.0, "staleness_max": 1},
+            {"s_per_step": 14.0, "held_out": 0.44, "staleness_mean": 0.8, "staleness_max": 1}]
+    combined = bench.combine_pairs(runs)
+    assert combined["s_per_step"] == 14.0  # the disturbed 19 s run is left out
+    assert combined["held_out"] == pytest.approx((0.50 + 0.47 + 0.44) / 3)
+    assert combined["staleness_mean"] == pytest.approx(0.9)
+    assert (combined["staleness_max"], combined["runs"]) == (1, 3)
+    assert bench.combine_pairs(runs[:2])["s_per_step"] == 16.0  # two: their mean
+    with pytest.raises(ValueError, match="no runs"):
+        bench.combine_pairs([])
+
+
+def test_async_only_overrides_load_on_the_async_side():
+    from rlvr.config import load_config
+    from rlvr.training.config import TrainConfig
+
+    args = bench.parse_args(["--workload", "remote-verifier", "--pairs", "2", "--async-set",
+                             "algorithm.old_logprobs_from_update=true"])
+    assert args.pairs == 2 and args.async_set == ["algorithm.old_logprobs_from_update=true"]
+    cfg = load_config(TrainConfig, bench.CONFIG, overrides=[
+        *bench.common_overrides(args), "rollout.max_staleness=1", *args.async_set])
+    assert cfg.algorithm.old_logprobs_from_update and cfg.rollout.max_staleness == 1
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--pairs", "0"])

@@ -20,7 +20,8 @@ from rlvr.algorithms import (EntropyBonus, KLPenalty, LossInputs, Objective,
 from rlvr.rollout.base import Completion, EngineCapabilities, SamplingParams
 from rlvr.rollout.hf import HFRolloutEngine
 from rlvr.training.batch import pack
-from rlvr.training.loop import Groups, old_policy, step_metrics
+from rlvr.training.loop import Groups, step_metrics
+from rlvr.training.old_policy import old_policy
 from rlvr.training.reference_step import completion_logprobs, grpo_loss, group_advantages
 from rlvr.training.tiny import char_tokenizer, tiny_llama
 from rlvr.update_paths import RunShape, resolve_update_path
@@ -280,7 +281,8 @@ def test_agreeing_sampler_on_episodes_shows_no_mismatch(episodes):
                                                 batch.completion_ids)  # [B, T]
     batch.old_logprobs = torch.where(batch.mask.bool(), trainer, torch.zeros_like(trainer))
     t = SimpleNamespace(
-        cfg=SimpleNamespace(algorithm=SimpleNamespace(recompute_old_logprobs=True),
+        cfg=SimpleNamespace(algorithm=SimpleNamespace(recompute_old_logprobs=True,
+                                                          old_logprobs_from_update=False),
                             sampling=SimpleNamespace(temperature=1.0)),
         algo=SimpleNamespace(correction=rollout_correction("tis")), model=model, update=path,
         engine=SimpleNamespace(capabilities=EngineCapabilities(False, False)), producer=None)

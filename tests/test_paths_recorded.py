@@ -18,7 +18,8 @@ from rlvr.training.run import train
 from rlvr.training.tiny import char_tokenizer, tiny_llama
 from train_helpers import tiny_config
 
-KEYS = ("rollout/path", "rollout/path_reason", "rollout/path_prefix_reuse", "update/path_reason")
+KEYS = ("rollout/path", "rollout/path_reason", "rollout/path_prefix_reuse", "update/path_reason",
+        "update/pi_old")
 
 
 def _recorded(run_dir, *overrides):
@@ -48,7 +49,8 @@ def test_fast_paths_when_nothing_is_off(tmp_path):
         pytest.skip("no C compiler on this machine: the native kernels cannot build")
     assert recorded == {"rollout/path": "fast_llama+native", "rollout/path_reason": "",
                         "rollout/path_prefix_reuse": "kept keys/values",
-                        "update/path": "replay", "update/path_reason": ""}
+                        "update/path": "replay", "update/path_reason": "",
+                        "update/pi_old": "sampler"}
 
 
 def test_fast_decode_off_is_recorded_with_its_setting(tmp_path):

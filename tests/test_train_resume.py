@@ -64,7 +64,8 @@ def test_resume_matches_uninterrupted_run(tmp_path, monkeypatch):
 
 def _pop_seams(logged):
     """The recorded seams (names and reasons, strings) of each line, taken out of it."""
-    keys = ("rollout/path", "rollout/path_reason", "rollout/path_prefix_reuse", "update/path_reason")
+    keys = ("rollout/path", "rollout/path_reason", "rollout/path_prefix_reuse",
+            "update/path_reason", "update/pi_old")
     return [{key: m.pop(key) for key in keys} for m in logged]
 
 

@@ -6,6 +6,8 @@
     python -m benchmarks.systems.bench_async --workload remote-verifier \\
         --plugin mypkg.graders:MyRemoteGrader reward.options='{url: ...}'
     python -m benchmarks.systems.bench_async --k 2 --seconds 300 sampling.group_size=4
+    python -m benchmarks.systems.bench_async --workload remote-verifier --pairs 2 \
+        --async-set algorithm.old_logprobs_from_update=true
 
 Workloads (both configs/learning_arithmetic.yaml: SmolLM2-135M-Instruct on arithmetic,
 held-out greedy accuracy graded by the math verifier on data.eval_size problems):
@@ -32,7 +34,11 @@ overlap. Last line:
 
     async: WORKLOAD K=k s/step A vs sync B (xR), held-out at T s: async C vs sync D, staleness mean M max X
 
-(R = B / A: how many times faster async steps are.)
+(R = B / A: how many times faster async steps are.) With --pairs N the two sides run
+alternately N times (sync, async, sync, async ...): A and B are the medians of the
+pairs' s/step, C and D the means of their held-out accuracies, and each pair's own line
+is printed first. --async-set KEY=VALUE gives a config override to the asynchronous
+side only (recorded in the results file).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -84,6 +91,19 @@ def staleness(metrics: Rows) -> tuple[float, int]:
         return float("nan"), 0
     mean = sum(m.get("staleness/mean", 0.0) for m in metrics) / len(metrics)
     return mean, int(max(m.get("staleness/max", 0.0) for m in metrics))
+
+
+def combine_pairs(sides: Rows) -> dict[str, Any]:
+    """One side's runs over the pairs: the median s/step (a run's s/step varies with the
+    machine's moment; the median leaves out one disturbed run), the mean held-out
+    accuracy (the question is the expected accuracy, not the typical one), the mean of
+    the staleness means and the largest staleness."""
+    if not sides:
+        raise ValueError("no runs to combine")
+    return {"s_per_step": statistics.median(r["s_per_step"] for r in sides),
+            "held_out": statistics.fmean(r["held_out"] for r in sides),
+            "staleness_mean": statistics.fmean(r["staleness_mean"] for r in sides),
+            "staleness_max": max(r["staleness_max"] for r in sides), "runs": len(sides)}
 
 
 def result_line(workload: str, k: int, async_s: float, sync_s: float, seconds: float,
@@ -152,12 +172,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="remote-verifier: the reward's verifier plugin")
     parser.add_argument("--config", default=str(CONFIG))
     parser.add_argument("--root", default="/tmp/rlvr-bench-async")
+    parser.add_argument("--pairs", type=int, default=1,
+                        help="sync/async pairs, run alternately (medians reported)")
+    parser.add_argument("--async-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for the asynchronous side only")
     parser.add_argument("overrides", nargs="*", help="config overrides for both runs")
     args = parser.parse_args(argv)
     if args.k < 1:
         parser.error("--k must be >= 1 (0 is the synchronous side)")
     if not args.seconds > 0:
         parser.error("--seconds must be > 0")
+    if args.pairs < 1:
+        parser.error("--pairs must be >= 1")
     return args
 
 
@@ -169,19 +195,35 @@ def common_overrides(args: argparse.Namespace) -> list[str]:
             *workload_overrides(args.workload, args.plugin, args.latency), *args.overrides]
 
 
+def run_side(name: str, run: Path, args: argparse.Namespace, overrides: list[str]
+             ) -> dict[str, Any]:
+    """One `rlvr train` of a side, and its numbers (printed as they come)."""
+    rlvr(["train", "--run-dir", str(run), *overrides])
+    numbers = side(run, args.seconds)
+    rounded = {key: round(v, 4) if isinstance(v, float) else v for key, v in numbers.items()}
+    print(f"{name:5s} {json.dumps(rounded)}", flush=True)
+    return numbers
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     root = Path(args.root) / time.strftime("%Y%m%d-%H%M%S")
     common = ["--config", args.config, *common_overrides(args)]
     report: dict[str, Any] = {"workload": args.workload, "k": args.k,
-                              "seconds": args.seconds, "root": str(root), "args": common}
-    for name, k in (("sync", 0), ("async", args.k)):
-        run = root / name
-        rlvr(["train", "--run-dir", str(run), *common, f"rollout.max_staleness={k}"])
-        report[name] = side(run, args.seconds)
-        rounded = {key: round(v, 4) if isinstance(v, float) else v
-                   for key, v in report[name].items()}
-        print(f"{name:5s} {json.dumps(rounded)}")
+                              "seconds": args.seconds, "root": str(root), "args": common,
+                              "async_args": args.async_set, "pairs": []}
+    for pair in range(args.pairs):
+        sides = {}
+        for name, extra in (("sync", ["rollout.max_staleness=0"]),
+                            ("async", [f"rollout.max_staleness={args.k}", *args.async_set])):
+            sides[name] = run_side(name, root / f"{name}-{pair}", args, [*common, *extra])
+        report["pairs"].append(sides)
+        a, s = sides["async"], sides["sync"]
+        print(result_line(args.workload, args.k, a["s_per_step"], s["s_per_step"],
+                          args.seconds, a["held_out"], s["held_out"], a["staleness_mean"],
+                          a["staleness_max"]), flush=True)
+    for name in ("sync", "async"):
+        report[name] = combine_pairs([p[name] for p in report["pairs"]])
     out = RESULTS / time.strftime(f"async-{args.workload}-%Y%m%d-%H%M.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))

@@ -10,10 +10,10 @@ rlvr.training.profile).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from rlvr.config import ConfigError, Named
+from rlvr.config import ConfigError
 from rlvr.data.loading import FieldMapping
 from rlvr.models.lora import LoraConfig
 from rlvr.training.config_episodes import EpisodesConfig
@@ -22,6 +22,7 @@ from rlvr.training.config_rollout import RolloutConfig, check_async
 from rlvr.training.config_sft import SFTConfig
 
 # the sections kept in their own modules, importable from here as before
+from rlvr.training.config_algorithm import AlgorithmConfig
 from rlvr.training.config_reward import RewardConfig, backend_problem, check_plugin_names
 from rlvr.training.config_run import (DistributedConfig, EvalConfig, LoggingConfig,
                                       WatchConfig)
@@ -224,78 +225,6 @@ class SamplingConfig:
         if self.engine not in engine_names():
             raise ConfigError(f"unknown engine {self.engine!r} (known: "
                               f"{', '.join(engine_names())})", "engine")
-
-
-def _named(name: str, help_text: str):
-    return field(default_factory=lambda: Named(name), metadata={"help": help_text})
-
-
-@dataclass
-class AlgorithmConfig:
-    # Components with options of their own: a bare name (its defaults) or a mapping,
-    # e.g. policy_loss: {name: ppo_clip, eps_high: 0.28}. Built (and so checked) on load.
-    advantage: Named = _named("grpo", "advantage estimator: grpo | dr_grpo | rloo | "
-                              "reinforce_pp | reinforce_pp_baseline; options e.g. {name: "
-                              "grpo, eps: 1e-6}")
-    policy_loss: Named = _named("ppo_clip", "ppo_clip (token ratio; eps_low 0.2, eps_high "
-                                "0.2 (DAPO clip-higher: 0.28), dual_clip null) | gspo "
-                                "(sequence ratio; eps_low 3e-4, eps_high 4e-4) | kl_cov "
-                                "(Cui et al. 2025: unclipped, a KL penalty on the top "
-                                "`ratio` tokens by logp-advantage covariance; ratio 2e-3, "
-                                "beta 1); options e.g. {name: ppo_clip, eps_high: 0.28}")
-    aggregation: Named = _named("token_mean", "token_mean | sequence_mean | constant "
-                                "(max_length: sampling.max_new_tokens unless given)")
-    kl_beta: float = _doc("KL(policy || reference) coefficient; 0 = no reference model",
-                          default=0.0)
-    kl_estimator: str = _doc("per-token KL estimator", choices=("k1", "k2", "k3"), default="k3")
-    kl_in: Literal["loss", "reward"] = _doc("add the KL penalty to the loss or subtract "
-                                            "it from the reward", default="loss")
-    entropy_coef: float = _doc("entropy bonus weight (0 = off)", default=0.0)
-    epochs: int = _doc("policy epochs over each generation batch", default=1)
-    minibatches: int = _doc("optimizer steps per epoch (the batch is split evenly)",
-                            default=1)
-    micro_batch_rows: int = _doc("gradient accumulation: forward/backward at most this "
-                                 "many rows of a minibatch at a time (0 = all at once); "
-                                 "same gradient and statistics, less memory", default=0)
-    micro_batch_tokens: int = _doc("gradient accumulation: at most this many tokens "
-                                   "(prompt + completion, per row) per forward/backward "
-                                   "(0 = no limit; a longer row goes alone)", default=0)
-    dynamic_sampling: bool = _doc("DAPO: drop groups with equal rewards, draw more until "
-                                  "the batch is full", default=False)
-    max_draws: int = _doc("dynamic sampling: generation rounds per step at most", default=3)
-    recompute_old_logprobs: bool | None = _doc(
-        "recompute old log-probs with a forward pass instead of using the sampler's; "
-        "null = only when the engine's log-probs are not the trainer's numbers "
-        "(rlvr.rollout.base.EngineCapabilities) or a rollout_correction other than none "
-        "is set. Whenever recomputed, mismatch/* metrics compare the two", default=None)
-    rollout_correction: Named = _named(
-        "auto", "importance-sampling correction for a sampler whose log-probs are not the "
-        "trainer's (rlvr.algorithms.rollout_correction): none | tis (truncated IS, weight "
-        "min(rho, threshold); threshold 2.0) | mis (masked IS, weight 1 when lower <= rho "
-        "<= upper else 0; lower 0.5, upper 2.0) | seq_tis, seq_mis (the same on the "
-        "sequence's geometric-mean ratio); rho = pi_old / pi_sampler per token; auto = "
-        "none when the engine's log-probs are the trainer's, else {name: tis, threshold: "
-        "2.0}. A correction other than none recomputes pi_old; e.g. {name: mis, upper: "
-        "1.5}")
-    skip_zero_advantage: bool = _doc("run the update's forward/backward only on rows whose "
-                                     "loss can have a gradient (nonzero advantage; all "
-                                     "rows when a loss term declares it touches rows with "
-                                     "zero advantage: KL in the loss, entropy bonus): same "
-                                     "gradient, less work when groups have equal rewards",
-                                     default=True)
-
-    def validate(self) -> None:
-        if self.kl_beta < 0:
-            raise ConfigError("must be >= 0", "kl_beta")
-        if self.epochs < 1 or self.minibatches < 1:
-            raise ConfigError("epochs and minibatches must be >= 1", "epochs")
-        for name in ("micro_batch_rows", "micro_batch_tokens"):
-            if getattr(self, name) < 0:
-                raise ConfigError("must be >= 0 (0 = no limit)", name)
-        # Names and options of every component, before any model is built. The
-        # generation limit lives in another section: 1 stands in for it here.
-        from rlvr.training.algorithm import build_algorithm
-        build_algorithm(self, max_length=1)
 
 
 @dataclass

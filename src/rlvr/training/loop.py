@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from rlvr.algorithms import (GroupAccumulator, kl_reward_per_sequence, mask_truncated,
-                             mismatch_stats, token_logprobs_and_entropy)
+                             token_logprobs_and_entropy)
 from rlvr.algorithms import loss_terms
 from rlvr.algorithms.objective import LossInputs
 from rlvr.data.prompts import PromptRenderer
@@ -31,12 +31,12 @@ from rlvr.environments.registry import environment_factory
 from rlvr.episodes.render import TurnRenderer
 from rlvr.episodes.runner import Episode, run_episodes
 from rlvr.rollout.base import RolloutEngine, SamplingParams, prefix_counters, prefix_metrics
-from rlvr.rollout.factory import declared_capabilities
 from rlvr.training.accumulate import combine_stats, micro_batches
 from rlvr.training.algorithm import Algorithm, build_algorithm
 from rlvr.training.batch import PackedBatch, pack
 from rlvr.training.config import TrainConfig
 from rlvr.training.episode_metrics import episode_metrics, episode_record
+from rlvr.training.old_policy import FromUpdateForward, PiOld, old_policy
 from rlvr.training.optim import release_gradients
 from rlvr.training.prompt_order import PromptOrder, take
 from rlvr.training.rewards import grade_episodes, reward_tensor, verdict_metrics
@@ -123,7 +123,8 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     # 3. Rewards -> advantages (the KL penalty joins the reward when kl_in == "reward").
     update_began = time.perf_counter()
     rewards = groups.rewards.clone()  # [P, G] (this rank's groups)
-    # pi_old: the sampler's log-probs, or the trainer's own when they differ (+ IS weights)
+    # pi_old: the sampler's log-probs, or the trainer's own when they differ (+ IS weights);
+    # opt-in, the update forward's own (FromUpdateForward: weights and metrics come later)
     old_logprobs, is_weights, mismatch = old_policy(t, batch, mask)  # [B, T] each
     ref_logprobs = reference_logprobs(t, batch)  # [B, T] or None
     if ref_logprobs is not None and cfg.algorithm.kl_in == "reward":
@@ -140,6 +141,8 @@ def rl_step(t: Trainer, step: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     # 4. Policy update: several epochs over minibatches of this batch.
     update = policy_update(t, step, batch, mask, advantages.flatten(), old_logprobs,
                            ref_logprobs, is_weights)
+    if isinstance(old_logprobs, FromUpdateForward):
+        mismatch = old_logprobs.stats(mask)  # over the rows the update ran
     times["update"] = time.perf_counter() - update_began
     sync_began = time.perf_counter()
     sync_sampler(t)  # a reference swap here; a gather under FSDP; a checked copy for vLLM
@@ -260,37 +263,8 @@ def reference_logprobs(t: Trainer, batch: PackedBatch) -> torch.Tensor | None:
         return logprobs
 
 
-def old_policy(t: Trainer, batch: PackedBatch, mask: torch.Tensor
-               ) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, float]]:
-    """pi_old [B, T] for the ratio, the rollout correction's token weights [B, T] (None
-    when there is none) and the metrics of both.
-
-    pi_old is the sampler's log-probs when the engine declares them the trainer's
-    numbers (`recompute_old_logprobs` null) and no correction is on. Otherwise the
-    trainer's forward recomputes it; the sampler's log-probs then still say which
-    distribution drew the tokens: their distance from pi_old is logged (mismatch/*) and,
-    with a correction, becomes importance weights on the policy loss (correction/*;
-    rlvr.algorithms.rollout_correction)."""
-    cfg, correction = t.cfg, t.algo.correction
-    correcting = correction is not None and correction.active
-    # K >= 1: the producer's engine sampled (the trainer's own, hf, only evaluates)
-    sampler = (t.engine.capabilities if t.producer is None
-               else declared_capabilities(cfg.sampling.engine))
-    if not (correcting or sampler.recompute_old_logprobs(cfg.algorithm.recompute_old_logprobs)):
-        return batch.old_logprobs, None, {}
-    with torch.no_grad():
-        old_logprobs, _ = token_logprobs_and_entropy(t.update.logits(t.model, batch),
-                                                     batch.completion_ids,
-                                                     cfg.sampling.temperature)  # [B, T]
-    metrics = mismatch_stats(old_logprobs, batch.old_logprobs, mask)
-    if not correcting:
-        return old_logprobs, None, metrics
-    out = correction(old_logprobs, batch.old_logprobs, mask)
-    return old_logprobs, out.weights, {**metrics, **out.stats}
-
-
 def policy_update(t: Trainer, step: int, batch: PackedBatch, mask: torch.Tensor,
-                  advantages: torch.Tensor, old_logprobs: torch.Tensor,
+                  advantages: torch.Tensor, old_logprobs: PiOld,
                   ref_logprobs: torch.Tensor | None,
                   is_weights: torch.Tensor | None = None) -> dict[str, float]:
     """`epochs` passes over `minibatches` slices of the batch, one AdamW step per slice.
@@ -298,7 +272,8 @@ def policy_update(t: Trainer, step: int, batch: PackedBatch, mask: torch.Tensor,
     rows_trained and grad_norm every step; the forward's statistics (entropy, KL, clip
     fractions, ratios) only steps that ran rows. When none did, those take their value
     on an empty batch (`unmeasured_stats`), so every step returns the same keys.
-    is_weights [B, T]: the rollout correction's token weights (None: none)."""
+    is_weights [B, T]: the rollout correction's token weights (None: none).
+    old_logprobs: pi_old [B, T], or a FromUpdateForward that each forward resolves."""
     a = t.cfg.algorithm
     rows = batch.input_ids.shape[0]
     shuffle = torch.Generator().manual_seed(_sampling_seed(t.cfg.seed, step, 10_000))
@@ -329,7 +304,7 @@ def unmeasured_stats(t: Trainer, with_kl: bool) -> dict[str, float]:
 
 
 def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantages: torch.Tensor,
-                   old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor | None,
+                   old_logprobs: PiOld, ref_logprobs: torch.Tensor | None,
                    is_weights: torch.Tensor | None = None) -> dict[str, float]:
     """Loss = the clipped surrogate and the further terms (+ beta * KL, - entropy bonus),
     aggregated; one AdamW step.
@@ -365,7 +340,7 @@ def minibatch_step(t: Trainer, batch: PackedBatch, mask: torch.Tensor, advantage
 
 def accumulate_gradients(t: Trainer, rows: torch.Tensor, batch: PackedBatch,
                          mask: torch.Tensor, normalizer: torch.Tensor,
-                         advantages: torch.Tensor, old_logprobs: torch.Tensor,
+                         advantages: torch.Tensor, old_logprobs: PiOld,
                          ref_logprobs: torch.Tensor | None,
                          is_weights: torch.Tensor | None = None) -> dict[str, float]:
     """Forward and backward over `rows` [b'] of the minibatch, in micro-batches of at
@@ -410,7 +385,7 @@ def rows_with_signal(t: Trainer, mask: torch.Tensor, advantages: torch.Tensor) -
 
 
 def _loss_backward(t: Trainer, batch: PackedBatch, mask: torch.Tensor, weights: torch.Tensor,
-                   advantages: torch.Tensor, old_logprobs: torch.Tensor,
+                   advantages: torch.Tensor, old_logprobs: PiOld,
                    ref_logprobs: torch.Tensor | None,
                    is_weights: torch.Tensor | None = None) -> dict[str, float]:
     temperature = t.cfg.sampling.temperature
@@ -418,6 +393,8 @@ def _loss_backward(t: Trainer, batch: PackedBatch, mask: torch.Tensor, weights: 
     # backward work unless an entropy bonus uses it.
     logprobs, entropy = token_logprobs_and_entropy(t.update.logits(t.model, batch),
                                                    batch.completion_ids, temperature)  # [b, T]
+    if isinstance(old_logprobs, FromUpdateForward):  # pi_old: these weights, detached
+        old_logprobs, is_weights = old_logprobs.resolve(logprobs, mask)
     out = t.algo.objective(LossInputs(logprobs, entropy, old_logprobs, advantages, mask, weights,
                                       ref_logprobs, is_weights))
     out.loss.backward()

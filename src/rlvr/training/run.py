@@ -46,6 +46,7 @@ from rlvr.training.clock import TrainingClock
 from rlvr.training.evaluate import EvalSchedule, HeldOutLog, held_out_evaluator
 from rlvr.training.guard import RunGuard, check_guard
 from rlvr.training.loop import Trainer, rl_step, run_environment
+from rlvr.training.old_policy import pi_old_source
 from rlvr.training.memory import retain_freed_memory
 from rlvr.training.optim import allocate_state, build_optimizer, build_scheduler
 from rlvr.training.prompt_order import PromptOrder
@@ -115,7 +116,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             trainer = _trainer(cfg, model, tokenizer, engine, renderer, pool, train_records, run,
                                dist, sampler, make_env)
             trainer.update = update
-            trainer.paths = recorded_paths(engine, update, cfg)
+            trainer.paths = {**recorded_paths(engine, update, cfg),
+                             "update/pi_old": pi_old_source(trainer)}
             state = _first_checkpoint_or_resume(trainer, run, state, checkpoint, progress)
             # the collapse watch and the best checkpoint (a resume replays the kept logs)
             guard = RunGuard(cfg, run, progress, dist, state.get("step") if checkpoint else None)
