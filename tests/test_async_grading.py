@@ -123,3 +123,46 @@ def test_the_producers_pool_grades_as_the_trainers(_tests_importable):
     # LengthVerifier: min(1, len / 6), by hand
     assert [g.scores for g in graded] == scores.tolist()
     assert sum(scores.tolist(), []) == pytest.approx([2 / 6, 1.0, 0.5, 0.0])
+
+
+def test_each_shard_is_handed_to_grading_as_soon_as_it_is_sampled(monkeypatch):
+    """sampling.generation_shards=2: the producer hands shard 0 to the grading thread
+    before it samples shard 1 (so the thread grades the one while the other samples),
+    each shard's groups with their own stream positions, record indices and sampling
+    seconds, and the shard's prefix counters on its first group."""
+    from rlvr.training import producer as producer_module
+
+    events: list[str] = []
+    counters = {"prefilled_tokens": 0, "reused_tokens": 0, "rows_not_kept": 0}
+
+    def sample_shards(sampler, records, params):
+        assert params.seed is not None and not params.keep_activations
+        for k in range(2):
+            part = records[2 * k:2 * k + 2]
+            events.append(f"sampled {k}")
+            counters["prefilled_tokens"] += 10 * (k + 1)
+            yield part, [[SimpleNamespace(completion=SimpleNamespace(activations="kept"))]
+                         for _ in part]
+
+    class Grader:
+        def submit(self, records, groups):
+            events.append(f"submitted {[g.record_index for g in groups]}")
+            self.groups = getattr(self, "groups", []) + groups
+            return 0.0
+
+    monkeypatch.setattr(producer_module, "sample_shards", sample_shards)
+    producer = object.__new__(producer_module.Producer)
+    producer.cfg = tiny_config("sampling.generation_shards=2")
+    producer.spec = SimpleNamespace(first_step=3, index=0,
+                                    records=[_record(i) for i in range(10)])
+    producer.engine = SimpleNamespace(prefix_counters=lambda: counters)
+    producer.sampler, producer.loaded, producer.idle_s = None, 2, 0.0
+    grader = Grader()
+    producer._produce(5, [7, 1, 4, 9], grader)
+    assert events == ["sampled 0", "submitted [7, 1]", "sampled 1", "submitted [4, 9]"]
+    # step 5 is the third draw from step 3: stream positions 8..11
+    assert [(g.position, g.record_index, g.step, g.version) for g in grader.groups] == [
+        (8, 7, 5, 2), (9, 1, 5, 2), (10, 4, 5, 2), (11, 9, 5, 2)]
+    assert [g.prefix.get("prefilled_tokens") for g in grader.groups] == [10, None, 20, None]
+    assert all(e.completion.activations is None for g in grader.groups for e in g.episodes)
+    assert all(g.generate_s >= 0 for g in grader.groups)

@@ -97,6 +97,22 @@ def test_k1_trains_within_the_staleness_bound_on_the_synchronous_draws(synchrono
     _graded_as_the_trainers_pool_grades(run)
 
 
+@pytest.mark.slow
+def test_k1_with_two_shards_grades_each_as_it_is_sampled(synchronous, tmp_path):
+    """sampling.generation_shards=2: the producer hands each half of a draw to grading
+    as it is sampled; the steps still train the synchronous run's problems, every group
+    graded (as the trainer's pool grades it) and within the bound."""
+    run = tmp_path / "k1-shards"
+    train(tiny_config(*BASE, "rollout.max_staleness=1", "sampling.generation_shards=2"), run)
+    rows = _metrics(run)
+    assert [m["step"] for m in rows] == list(range(1, STEPS + 1))
+    P = tiny_config().sampling.prompts_per_step
+    for m in rows:
+        assert m["staleness/max"] <= 1 and m["staleness/lag_0"] + m["staleness/lag_1"] == P
+    assert _prompts_per_step(run) == _prompts_per_step(synchronous)
+    _graded_as_the_trainers_pool_grades(run)
+
+
 def _graded_as_the_trainers_pool_grades(run: Path) -> None:
     """Every trained attempt's verdict (the producer graded it) is what the trainer's
     own pool, built from the run's config, gives for the same completion."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -240,17 +240,26 @@ def generate_shards(t: Trainer, records: list[TaskRecord], params: SamplingParam
     least one per rank), shard k's episodes sampled with its own seed: this rank's
     shards' records and episodes. One shard (the default, one process) is the whole draw
     with the draw's seed; a process with S shards samples exactly what S ranks do."""
-    shards = max(t.cfg.sampling.generation_shards, t.dist.world)
-    size = len(records) // shards
     mine: list[TaskRecord] = []
     episodes: list[list[Episode]] = []
+    for part, sampled in sample_shards(t, records, params):
+        mine += part
+        episodes += sampled
+    return mine, episodes
+
+
+def sample_shards(t: Trainer, records: list[TaskRecord], params: SamplingParams
+                  ) -> Iterator[tuple[list[TaskRecord], list[list[Episode]]]]:
+    """generate_shards one shard at a time: each of this rank's shards (its records and
+    their [P_k][G] episodes) as soon as it is sampled (the rollout producer grades one
+    shard while it samples the next)."""
+    shards = max(t.cfg.sampling.generation_shards, t.dist.world)
+    size = len(records) // shards
     for k in t.dist.my_shards(shards):
         part = records[k * size:(k + 1) * size]
         seed = params.seed if k == 0 or params.seed is None else params.seed + 7919 * k
-        episodes += run_episodes(t.engine, t.turns, t.make_env, part,
+        yield part, run_episodes(t.engine, t.turns, t.make_env, part,
                                  t.cfg.sampling.group_size, replace(params, seed=seed))
-        mine += part
-    return mine, episodes
 
 
 def reference_logprobs(t: Trainer, batch: PackedBatch) -> torch.Tensor | None:

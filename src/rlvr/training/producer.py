@@ -34,7 +34,7 @@ import queue
 import signal
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -47,7 +47,7 @@ from rlvr.environments import registry
 from rlvr.rollout.base import SamplingParams, prefix_counters
 from rlvr.rollout.factory import build_engine
 from rlvr.training.config import TrainConfig
-from rlvr.training.loop import _sampling_seed, generate_shards, run_environment
+from rlvr.training.loop import _sampling_seed, run_environment, sample_shards
 from rlvr.training.producer_grading import DrawGrader, GradingFailed
 from rlvr.training.prompt_order import PromptOrder, take
 from rlvr.training.rewards import scoring_pool
@@ -218,30 +218,42 @@ class Producer:
 
     def _produce(self, step: int, indices: list[int], grader: DrawGrader) -> None:
         """Step `step`'s draw (`indices`), sampled as the synchronous run samples it (one
-        call per shard, the step's seeds; episodes with all their turns), handed to the
-        grading thread."""
+        call per shard, the step's seeds; episodes with all their turns), each shard
+        handed to the grading thread as soon as it is sampled: with
+        sampling.generation_shards > 1 the first shards are graded while the later ones
+        are sampled."""
         s = self.cfg.sampling
         params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature,
                                 top_p=s.top_p, top_k=s.top_k, stop=tuple(s.stop),
-                                seed=_sampling_seed(self.cfg.seed, step, 0))
-        began, counters = time.perf_counter(), prefix_counters(self.engine)
-        records, episodes = generate_shards(self.sampler, take(self.spec.records, indices),
-                                            replace(params, keep_activations=False))
-        share = (time.perf_counter() - began) / len(indices)
-        after = prefix_counters(self.engine)
+                                seed=_sampling_seed(self.cfg.seed, step, 0),
+                                keep_activations=False)
         start = (step - self.spec.first_step) * len(indices)  # stream position: all producers'
+        offset, began, counters = 0, time.perf_counter(), prefix_counters(self.engine)
+        for records, episodes in sample_shards(self.sampler, take(self.spec.records, indices),
+                                               params):
+            share, after = (time.perf_counter() - began) / len(records), prefix_counters(
+                self.engine)
+            groups = self._groups(step, start + offset,
+                                  indices[offset:offset + len(records)], episodes, share)
+            # the shard's prefix reuse rides on its first group (counters per engine call)
+            groups[0].prefix = {name: after[name] - counters.get(name, 0) for name in after}
+            # waiting while the thread still grades the shard before: idle too
+            self.idle_s += grader.submit(records, groups)
+            offset += len(records)
+            began, counters = time.perf_counter(), after
+
+    def _groups(self, step: int, position: int, indices: list[int],
+                episodes: list[list[Any]], share: float) -> list[SampledGroup]:
+        """One shard's groups, ungraded, from stream position `position` on."""
         served = self._sampled_version(step)
         groups = []
         for k, (index, group) in enumerate(zip(indices, episodes)):
             for episode in group:  # nothing process-local crosses the queue
                 episode.completion.activations = None
-            groups.append(SampledGroup(start + k, index, step, self.loaded, group, share,
+            groups.append(SampledGroup(position + k, index, step, self.loaded, group, share,
                                        self.idle_s, producer=self.spec.index,
                                        served_version=served))
-        # the draw's prefix reuse rides on its first group (counters are per engine call)
-        groups[0].prefix = {name: after[name] - counters.get(name, 0) for name in after}
-        # waiting while the thread still grades the draw before: idle too
-        self.idle_s += grader.submit(records, groups)
+        return groups
 
     def _sampled_version(self, step: int) -> int | None:
         """The version an engine that samples elsewhere (vLLM) says sampled the draw,

@@ -5,11 +5,13 @@ their verdicts and scores.
 
 Why a thread: grading is waiting (on the verifier pool's worker processes, Ray actors
 or servers), so it overlaps the main thread's decoding in the same process without
-taking its cores. The hf engine decodes a draw's groups in one batch, so they are all
-sampled at the same moment; they are graded as one batch (every pool worker busy), then
-put on the queue one by one, in stream order. A hand-off of one draw bounds how far
-grading may fall behind sampling: the main thread waits (producer idle) when the thread
-still grades the draw before.
+taking its cores. The hf engine decodes a shard's groups in one batch (a draw is one
+shard unless sampling.generation_shards > 1), so they are all sampled at the same
+moment; each shard is handed over as soon as it is sampled and graded as one batch
+(every pool worker busy) while the next shard samples, then put on the queue group by
+group, in stream order. A hand-off of one shard bounds how far grading may fall behind
+sampling: the main thread waits (producer idle) when the thread still grades the shard
+before and another waits to be taken.
 
 One thread uses the pool (the pools are not thread-safe); a failure is sent to the
 trainer at once (the errors queue) and stops the producer at its next hand-off.

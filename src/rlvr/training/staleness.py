@@ -36,8 +36,10 @@ class SampledGroup:
                    trainer's reward shaping)
     verify_s:      its share of the producer's grading seconds
     producer:      which producer sampled it (0 .. rollout.producers - 1)
-    prefix:        its draw's prefix-reuse counters (rlvr.rollout.base.prefix_counters,
-                   the draw's increase) on the draw's first group; {} on the others
+    prefix:        its shard's prefix-reuse counters (rlvr.rollout.base.prefix_counters,
+                   the increase over the shard's sampling; a draw is one shard unless
+                   sampling.generation_shards > 1) on the shard's first group; {} on the
+                   others
     served_version: the policy version the engine said sampled it (a vLLM server's own
                    record of the weights it held; the producer checked it is `version`);
                    None for an engine that samples the producer's own copy
