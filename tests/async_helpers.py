@@ -146,6 +146,10 @@ def tests_on_pythonpath() -> str:
     return os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])
 
 
+# test files import it by name, and its name starts with "test": not a test itself
+tests_on_pythonpath.__test__ = False  # type: ignore[attr-defined]
+
+
 def synchronous_run(tmp_path_factory: Any, overrides: Sequence[str]) -> Path:
     """The synchronous run of the tiny config with `overrides`, in a fresh directory."""
     from rlvr.training.run import train

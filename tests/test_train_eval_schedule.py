@@ -173,24 +173,10 @@ def test_bad_eval_verifier_is_named_before_anything_runs():
         load_config(TrainConfig, overrides=["eval.options={x: 1}"])
 
 
-class EveryAnswerPasses:
-    """A held-out grader unlike the training reward: it passes everything, with its own
-    reason, so the answers' files show which verifier graded them."""
-
-    name = "every_answer_passes"
-
-    def check_reference(self, reference):
-        return None
-
-    def verify(self, completion, reference):
-        from rlvr.verifiers.base import Verdict
-        return Verdict.correct("graded_by_eval_verifier")
-
-
 def test_eval_verifier_grades_held_out_answers_and_the_reward_grades_training(tmp_path):
     cfg = tiny_config("steps=1", "data.eval_size=4", "checkpoint_every=0",
-                      "reward.plugins=[test_train_eval_schedule:EveryAnswerPasses]",
-                      "eval.verifier=test_train_eval_schedule:EveryAnswerPasses")
+                      "reward.plugins=[train_helpers:EveryAnswerPasses]",
+                      "eval.verifier=train_helpers:EveryAnswerPasses")
     summary = train(cfg, tmp_path / "run")
     evals = _lines(tmp_path / "run" / "evals.jsonl")
     assert [e["greedy/accuracy"] for e in evals] == [1.0, 1.0]

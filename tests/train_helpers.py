@@ -33,6 +33,23 @@ class LengthVerifier:
         return Verdict(score, score == 1.0, "length", {"components": {"length": score}})
 
 
+class EveryAnswerPasses:
+    """A held-out grader unlike the training reward: it passes everything, with its own
+    reason, so the answers' files show which verifier graded them
+    (tests/test_train_eval_schedule.py). It lives here, not in that test file: a plugin
+    stays registered in the pytest process, so every later verifier worker of the session
+    imports its module, and a test module imports torch and the trainer (~5 s a worker)."""
+
+    name = "every_answer_passes"
+
+    def check_reference(self, reference):
+        return None
+
+    def verify(self, completion, reference):
+        from rlvr.verifiers.base import Verdict
+        return Verdict.correct("graded_by_eval_verifier")
+
+
 def interrupt_at(step_to_fail: int):
     """An rl_step replacement that raises KeyboardInterrupt at the start of one step (a
     run killed there); monkeypatch it over rlvr.training.run.rl_step."""
