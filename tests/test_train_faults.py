@@ -28,7 +28,8 @@ def _comparable(run_dir):
     """metrics.jsonl without wall-clock fields, and each step's recorded paths apart
     (update/path, rollout/path and their reasons: names, not numbers)."""
     rows = [{k: v for k, v in m.items() if not k.startswith(TIMING)} for m in logged(run_dir)]
-    return rows, [{k: m.pop(k) for k in [k for k in m if "/path" in k]} for m in rows]
+    return rows, [{k: m.pop(k) for k in [k for k in m if "/path" in k or k == "update/pi_old"]}
+                  for m in rows]
 
 
 def _assert_same_run(part, full, last_step):
