@@ -16,17 +16,13 @@ from safetensors.torch import load_file
 
 from rlvr.algorithms import mismatch_stats, rollout_correction, token_logprobs_and_entropy
 from rlvr.config import ConfigError
-from rlvr.rollout.base import SamplingParams
-from rlvr.rollout.hf import HFRolloutEngine
 from rlvr.training.algorithm import build_algorithm
-from rlvr.training.batch import pack
 from rlvr.training.loop import accumulate_gradients
 from rlvr.training.old_policy import FromUpdateForward
 from rlvr.training.run import train
-from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
 from rlvr.update_paths.paths import UpdatePath
 from test_train_rollout_correction import halved  # noqa: F401  (a fixture)
-from train_helpers import plugin_reward, tiny_config
+from train_helpers import eight_sampled_rows, plugin_reward, tiny_config
 
 LN2 = math.log(2.0)
 # Every line of both runs, compared: the loss, its gradient and the correction's and
@@ -70,13 +66,7 @@ def test_a_run_takes_the_same_steps_with_one_forward_less(tmp_path, halved):  # 
 def sampled():
     """Eight sampled rows of a small model; the sampler's log-probs are the trainer's
     lowered by log 2 on even rows and by log 4 on odd rows."""
-    torch.manual_seed(0)
-    tokenizer = char_tokenizer()
-    model = tiny_llama(tokenizer, TinyModelSpec(hidden_size=32, intermediate_size=64,
-                                                num_layers=1, num_heads=2))
-    groups = HFRolloutEngine(model, tokenizer).generate(
-        ["abc", "12+34="], 4, SamplingParams(max_new_tokens=8, temperature=1.0, seed=3))
-    batch = pack([c for g in groups for c in g], tokenizer.pad_token_id, torch.device("cpu"))
+    model, batch = eight_sampled_rows()
     with torch.no_grad():
         trainer, _ = token_logprobs_and_entropy(UpdatePath().logits(model, batch),
                                                 batch.completion_ids)  # [B, T]

@@ -149,20 +149,12 @@ def test_weights_follow_their_rows_through_micro_batches():
     whole minibatch's normaliser in both: each piece got its own rows' weights."""
     import torch
 
-    from rlvr.rollout.base import SamplingParams
     from rlvr.training.algorithm import build_algorithm
-    from rlvr.training.batch import pack
     from rlvr.training.loop import accumulate_gradients
-    from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
     from rlvr.update_paths.paths import UpdatePath
+    from train_helpers import eight_sampled_rows
 
-    torch.manual_seed(0)
-    tokenizer = char_tokenizer()
-    model = tiny_llama(tokenizer, TinyModelSpec(hidden_size=32, intermediate_size=64,
-                                                num_layers=1, num_heads=2))
-    groups = HFRolloutEngine(model, tokenizer).generate(
-        ["abc", "12+34="], 4, SamplingParams(max_new_tokens=8, temperature=1.0, seed=3))
-    batch = pack([c for g in groups for c in g], tokenizer.pad_token_id, torch.device("cpu"))
+    model, batch = eight_sampled_rows()
     mask = batch.mask.float()
     advantages = torch.tensor([1.0, -0.5, 0.7, 2.0, -1.0, 0.3, -0.2, 0.9])
     even = torch.arange(0, 8, 2)

@@ -69,3 +69,24 @@ def plugin_reward(path: str) -> tuple[str, str]:
     """Overrides that make the test verifier `path` ("module:Class") the run's reward:
     listed in reward.plugins (the operator names code) and named by reward.verifier."""
     return f"reward.plugins=[{path}]", f"reward.verifier={path}"
+
+
+def eight_sampled_rows():
+    """(model, batch): a one-layer tiny model and eight rows it sampled (two prompts x
+    four, eight new tokens, seed 3), packed on the CPU: a small real batch for update
+    tests."""
+    import torch
+
+    from rlvr.rollout.base import SamplingParams
+    from rlvr.rollout.hf import HFRolloutEngine
+    from rlvr.training.batch import pack
+    from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
+
+    torch.manual_seed(0)
+    tokenizer = char_tokenizer()
+    model = tiny_llama(tokenizer, TinyModelSpec(hidden_size=32, intermediate_size=64,
+                                                num_layers=1, num_heads=2))
+    groups = HFRolloutEngine(model, tokenizer).generate(
+        ["abc", "12+34="], 4, SamplingParams(max_new_tokens=8, temperature=1.0, seed=3))
+    batch = pack([c for g in groups for c in g], tokenizer.pad_token_id, torch.device("cpu"))
+    return model, batch
