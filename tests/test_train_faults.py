@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 
 from fault_helpers import (Cli, complete_checkpoints, logged, logged_steps, run_rlvr,
                            wait_until)
-from train_helpers import TINY_OVERRIDES, plugin_reward
+from train_helpers import TINY_OVERRIDES, plugin_reward, pop_seams
 
 TIMING = ("time/", "tokens_per_s", "episode/env_seconds")
 EVERY = 3  # checkpoint_every
@@ -26,10 +26,9 @@ PACED = [*TINY_OVERRIDES, f"steps={STEPS}", f"checkpoint_every={EVERY}", "keep_c
 
 def _comparable(run_dir):
     """metrics.jsonl without wall-clock fields, and each step's recorded paths apart
-    (update/path, rollout/path and their reasons: names, not numbers)."""
+    (train_helpers.SEAMS: names, not numbers)."""
     rows = [{k: v for k, v in m.items() if not k.startswith(TIMING)} for m in logged(run_dir)]
-    return rows, [{k: m.pop(k) for k in [k for k in m if "/path" in k or k == "update/pi_old"]}
-                  for m in rows]
+    return rows, pop_seams(rows)
 
 
 def _assert_same_run(part, full, last_step):

@@ -18,7 +18,7 @@ from rlvr.training.loop import accumulate_gradients
 from rlvr.training.run import train
 from rlvr.training.tiny import TinyModelSpec, char_tokenizer, tiny_llama
 from rlvr.update_paths.paths import ReplayPath, UpdatePath
-from train_helpers import plugin_reward, tiny_config
+from train_helpers import plugin_reward, pop_seams, tiny_config
 
 ROWS = 16  # 4 prompts x 4 samples
 
@@ -140,9 +140,7 @@ def test_training_in_micro_batches_ends_at_the_same_weights(tmp_path, monkeypatc
     train(tiny_config(*common), tmp_path / "one")
     train(tiny_config(*common, "algorithm.micro_batch_rows=3"), tmp_path / "micro")
     one, micro = _metrics(tmp_path / "one"), _metrics(tmp_path / "micro")
-    paths = [[{k: m.pop(k) for k in [k for k in m if "/path" in k or k == "update/pi_old"]}
-              for m in logged]
-             for logged in (one, micro)]  # update/path, rollout/path, their reasons, pi_old
+    paths = [pop_seams(logged) for logged in (one, micro)]  # names, not numbers
     assert paths[0] == paths[1]  # the same forward ran, split or not
     assert micro == [pytest.approx(m, rel=1e-5, abs=1e-6) for m in one]
     assert all(m["rows_trained"] > 3 for m in one)  # so the rows really were split

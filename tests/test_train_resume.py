@@ -14,7 +14,7 @@ from rlvr.config import ConfigError, load_config
 from rlvr.training.config import TrainConfig
 from rlvr.training.resume import resume_config
 from rlvr.training.run import train
-from train_helpers import tiny_config
+from train_helpers import pop_seams, tiny_config
 
 TIMING = ("time/", "tokens_per_s", "episode/env_seconds")
 
@@ -53,20 +53,13 @@ def test_resume_matches_uninterrupted_run(tmp_path, monkeypatch):
     # memory alignment of its inputs (exact under MKL_CBWR=COMPATIBLE); weights are exact.
     logged_part, logged_full = _logged(part / "metrics.jsonl"), _logged(full / "metrics.jsonl")
     # The update path is a name (replay for the first minibatch, tree after the weights move).
-    paths = [[m.pop("update/path") for m in logged] for logged in (logged_part, logged_full)]
-    assert paths[0] == paths[1] and set(paths[0]) <= {"replay+tree", "tree", "none"}
-    assert _pop_seams(logged_part) == _pop_seams(logged_full)
+    seams = [pop_seams(logged) for logged in (logged_part, logged_full)]
+    assert seams[0] == seams[1]
+    assert {s["update/path"] for s in seams[0]} <= {"replay+tree", "tree", "none"}
     assert logged_part == [pytest.approx(m, rel=1e-6, abs=1e-9) for m in logged_full]
     assert (part / "rollouts.jsonl").read_text() == (full / "rollouts.jsonl").read_text()
     sa, sb = (json.loads((d / "summary.json").read_text()) for d in (full, part))
     assert sa["eval"] == sb["eval"]
-
-
-def _pop_seams(logged):
-    """The recorded seams (names and reasons, strings) of each line, taken out of it."""
-    keys = ("rollout/path", "rollout/path_reason", "rollout/path_prefix_reuse",
-            "update/path_reason", "update/pi_old")
-    return [{key: m.pop(key) for key in keys} for m in logged]
 
 
 def test_resume_without_checkpoint_is_refused(tmp_path):
@@ -93,9 +86,7 @@ def test_extending_a_finished_run_matches_a_run_planned_that_long(tmp_path, caps
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     logged_part, logged_full = _logged(part / "metrics.jsonl"), _logged(full / "metrics.jsonl")
     assert [m["step"] for m in logged_part] == [1, 2, 3, 4]
-    paths = [[m.pop("update/path") for m in logged] for logged in (logged_part, logged_full)]
-    assert paths[0] == paths[1]
-    assert _pop_seams(logged_part) == _pop_seams(logged_full)
+    assert pop_seams(logged_part) == pop_seams(logged_full)
     assert logged_part == [pytest.approx(m, rel=1e-6, abs=1e-9) for m in logged_full]
     assert (part / "rollouts.jsonl").read_text() == (full / "rollouts.jsonl").read_text()
     sa, sb = (json.loads((d / "summary.json").read_text()) for d in (full, part))

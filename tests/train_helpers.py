@@ -50,6 +50,18 @@ class EveryAnswerPasses:
         return Verdict.correct("graded_by_eval_verifier")
 
 
+# What a run writes on every metrics line as names, not numbers: the recorded seams
+# (rlvr.training.run.recorded_paths, update/pi_old) and update/path, each step's own.
+# Tests that compare two runs' lines number by number compare these apart, exactly.
+SEAMS = ("rollout/path", "rollout/path_reason", "rollout/path_prefix_reuse", "update/path",
+         "update/path_reason", "update/pi_old")
+
+
+def pop_seams(lines: list[dict]) -> list[dict]:
+    """Each line's seams (every one of SEAMS, which every line has), taken out of it."""
+    return [{key: line.pop(key) for key in SEAMS} for line in lines]
+
+
 def interrupt_at(step_to_fail: int):
     """An rl_step replacement that raises KeyboardInterrupt at the start of one step (a
     run killed there); monkeypatch it over rlvr.training.run.rl_step."""

@@ -6,7 +6,7 @@
     python -m benchmarks.systems.bench_async --workload remote-verifier \\
         --plugin mypkg.graders:MyRemoteGrader reward.options='{url: ...}'
     python -m benchmarks.systems.bench_async --k 2 --seconds 300 sampling.group_size=4
-    python -m benchmarks.systems.bench_async --workload remote-verifier --pairs 2 \
+    python -m benchmarks.systems.bench_async --workload remote-verifier --pairs 2 \\
         --async-set algorithm.old_logprobs_from_update=true
 
 Workloads (both configs/learning_arithmetic.yaml: SmolLM2-135M-Instruct on arithmetic,

@@ -31,12 +31,29 @@ if TYPE_CHECKING:
 def recomputes_pi_old(t: "Trainer") -> bool:
     """Whether the trainer's weights, not the sampler's numbers, give pi_old: a rollout
     correction is on, or the sampler's log-probs are not the trainer's numbers."""
-    cfg, correction = t.cfg, t.algo.correction
+    cfg = t.cfg
     # K >= 1: the producer's engine sampled (the trainer's own, hf, only evaluates)
     sampler = (t.engine.capabilities if t.producer is None
                else declared_capabilities(cfg.sampling.engine))
-    correcting = correction is not None and correction.active
-    return correcting or sampler.recompute_old_logprobs(cfg.algorithm.recompute_old_logprobs)
+    return (_correcting(t.algo.correction)
+            or sampler.recompute_old_logprobs(cfg.algorithm.recompute_old_logprobs))
+
+
+def _correcting(correction: Any) -> bool:
+    """Whether a rollout correction weighs the loss (`none` and no correction do not)."""
+    return correction is not None and correction.active
+
+
+def _measured(pi_old: torch.Tensor, behaviour: torch.Tensor, mask: torch.Tensor,
+              correction: Any) -> tuple[torch.Tensor | None, dict[str, float]]:
+    """The correction's token weights [B, T] (None without one) and the metrics of pi_old
+    [B, T] against the sampler's log-probs [B, T] over `mask` [B, T]: mismatch/*, and
+    correction/* with a correction."""
+    metrics = mismatch_stats(pi_old, behaviour, mask)
+    if not _correcting(correction):
+        return None, metrics
+    out = correction(pi_old, behaviour, mask)
+    return out.weights, {**metrics, **out.stats}
 
 
 def pi_old_source(t: "Trainer") -> str:
@@ -68,12 +85,8 @@ def old_policy(t: "Trainer", batch: PackedBatch, mask: torch.Tensor
         old_logprobs, _ = token_logprobs_and_entropy(t.update.logits(t.model, batch),
                                                      batch.completion_ids,
                                                      t.cfg.sampling.temperature)  # [B, T]
-    metrics = mismatch_stats(old_logprobs, batch.old_logprobs, mask)
-    correction = t.algo.correction
-    if correction is None or not correction.active:
-        return old_logprobs, None, metrics
-    out = correction(old_logprobs, batch.old_logprobs, mask)
-    return old_logprobs, out.weights, {**metrics, **out.stats}
+    weights, metrics = _measured(old_logprobs, batch.old_logprobs, mask, t.algo.correction)
+    return old_logprobs, weights, metrics
 
 
 @dataclass
@@ -115,7 +128,7 @@ class FromUpdateForward:
         old = logprobs.detach()
         self.filled.proximal[self.rows] = old
         self.filled.ran[self.rows] = True
-        if self.correction is None or not self.correction.active:
+        if not _correcting(self.correction):
             return old, None
         return old, self.correction(old, self.behaviour[self.rows], mask).weights
 
@@ -123,11 +136,7 @@ class FromUpdateForward:
         """mismatch/* and correction/* over the rows whose forward ran (mask [B, T]):
         the rows without a gradient (skip_zero_advantage) are never measured."""
         measured = mask * self.filled.ran[:, None]  # [B, T]
-        metrics = mismatch_stats(self.filled.proximal, self.behaviour, measured)
-        if self.correction is None or not self.correction.active:
-            return metrics
-        out = self.correction(self.filled.proximal, self.behaviour, measured)
-        return {**metrics, **out.stats}
+        return _measured(self.filled.proximal, self.behaviour, measured, self.correction)[1]
 
 
 # What the update takes as pi_old: log-probs [B, T], or the view that its forwards resolve

@@ -231,8 +231,8 @@ class Producer:
         offset, began, counters = 0, time.perf_counter(), prefix_counters(self.engine)
         for records, episodes in sample_shards(self.sampler, take(self.spec.records, indices),
                                                params):
-            share, after = (time.perf_counter() - began) / len(records), prefix_counters(
-                self.engine)
+            share = (time.perf_counter() - began) / len(records)
+            after = prefix_counters(self.engine)
             groups = self._groups(step, start + offset,
                                   indices[offset:offset + len(records)], episodes, share)
             # the shard's prefix reuse rides on its first group (counters per engine call)
